@@ -1,0 +1,333 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef EVD_H
+#define EVD_H
+
+/**
+ * @file
+ * evd: busy-poll completion sources, and sleep on their interrupts when idle
+ * without ever losing a wakeup.
+ *
+ * Concepts:
+ * - A **loop** (struct evd_loop) is owned by one thread (an lcore or any
+ *   pthread). It holds sources, timers, one epoll set, a policy and stats.
+ *   Loops share nothing: N loops on N lcores scale independently.
+ * - A **source** (struct evd_source) is polled for bursts of completions and,
+ *   optionally, armed to raise a notification on a file descriptor. Built-in
+ *   sources: the software event ring (evd_ring_*) and any pollable fd
+ *   (evd_fd_*). Drivers add more through evd_source.h.
+ * - A **policy** decides, each time every source came back empty, whether
+ *   to poll again, pause briefly, or arm and sleep (evd_policy.h).
+ *
+ * Call order: evd_loop_create(), evd_ring_create() / evd_fd_create() /
+ * a driver's constructor, evd_loop_add(), then evd_loop_run() until another
+ * thread calls evd_loop_stop() (or evd_loop_step() from the application's
+ * own main loop), evd_loop_remove(), evd_source_destroy(),
+ * evd_loop_destroy().
+ *
+ * The fast path: one loop step polls every source (one indirect call each);
+ * a source hands what it found to the handler the application registered.
+ * When all sources are empty the policy decides; on "sleep" the loop runs
+ * the arm protocol: arm every armable source, re-poll every source, and
+ * only if all are still empty wait on epoll, then acknowledge each
+ * notification exactly once. Applications never arm, re-poll or ack.
+ *
+ * All functions return 0 (or a count) on success and a negative errno value
+ * on failure, unless stated otherwise.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct evd_loop;
+struct evd_source;
+struct evd_timer;
+
+/** Maximum length of a loop or source name, including the terminating NUL. */
+#define EVD_NAME_MAX 32
+
+/** Default bound on any single sleep, in microseconds. */
+#define EVD_DEFAULT_MAX_SLEEP_US 100000
+/** Default bound on a sleep while a poll-only source is registered, in microseconds. */
+#define EVD_DEFAULT_POLL_ONLY_BOUND_US 1000
+
+/**
+ * A clock, for tests that need deterministic time (SPDK-style virtual clock).
+ * @p now_ns must be monotonic. The loop still sleeps in real time: a virtual
+ * clock changes what the policy and the timers see, not how long epoll waits.
+ */
+struct evd_clock {
+	uint64_t (*now_ns)(void *arg); /**< Current time in nanoseconds. */
+	void *arg;                     /**< Passed to now_ns. */
+};
+
+/** Loop configuration. Zero-initialise it, then set what you need. */
+struct evd_loop_conf {
+	/** Name used in logs and stats; NULL gives "evd". */
+	const char *name;
+	/** Policy spec, see evd_policy.h (e.g. "adaptive:budget_us=50"); NULL gives "adaptive". */
+	const char *policy;
+	/** Upper bound on any single sleep, in microseconds; 0 gives EVD_DEFAULT_MAX_SLEEP_US. */
+	uint32_t max_sleep_us;
+	/** Upper bound on a sleep while a poll-only source is registered; 0 gives the default. */
+	uint32_t poll_only_bound_us;
+	/** Maximum completions a source may hand over per poll; 0 gives 32. */
+	uint16_t burst;
+	/** Optional clock; NULL uses CLOCK_MONOTONIC. */
+	const struct evd_clock *clock;
+	/**
+	 * Optional error callback: called on the loop thread when a source's
+	 * op fails (@p err is the negative errno) and the loop goes on.
+	 */
+	void (*on_error)(struct evd_loop *loop, struct evd_source *src, int err, void *arg);
+	/** Argument for on_error. */
+	void *on_error_arg;
+};
+
+/** What the loop is doing right now (also the three columns of the time stats). */
+enum evd_mode {
+	EVD_MODE_POLL = 0,  /**< Busy polling (includes running handlers). */
+	EVD_MODE_PAUSE = 1, /**< CPU-friendly pause between polls. */
+	EVD_MODE_SLEEP = 2, /**< Armed and waiting on epoll. */
+	EVD_MODE_COUNT
+};
+
+/** Counters of a loop. See doc/guide.md for the exact meaning of each. */
+struct evd_loop_stats {
+	uint64_t polls;            /**< Source polls (one per source per round). */
+	uint64_t empty_polls;      /**< Source polls that found nothing. */
+	uint64_t events;           /**< Completions handed to handlers. */
+	uint64_t arms;             /**< Successful source arms. */
+	uint64_t repoll_hits;      /**< Re-polls after arming that found completions. */
+	uint64_t sleeps;           /**< Waits on epoll entered. */
+	uint64_t wakeups;          /**< Waits that ended because an fd was ready. */
+	uint64_t spurious_wakeups; /**< Wakeups after which no source had anything. */
+	uint64_t sleep_timeouts;   /**< Waits that ended by their timeout. */
+	uint64_t lost_wakeups;     /**< Completions left by an armed source that never notified. Must be 0. */
+	uint64_t pauses;           /**< Pause decisions taken. */
+	uint64_t mode_switches;    /**< Changes between poll, pause and sleep. */
+	uint64_t timers_fired;     /**< Timer callbacks run. */
+	uint64_t errors;           /**< Source op failures reported to on_error. */
+	uint64_t mode_ns[EVD_MODE_COUNT]; /**< Time spent in each mode. */
+	uint64_t cpu_ns;           /**< CPU time of the loop's thread (0 before the loop ran). */
+	uint32_t mode;             /**< Current enum evd_mode. */
+};
+
+/** Counters of one source, as seen by its loop. */
+struct evd_source_stats {
+	uint64_t polls;            /**< Polls of this source. */
+	uint64_t empty_polls;      /**< Polls that found nothing. */
+	uint64_t events;           /**< Completions handed to the handler. */
+	uint64_t arms;             /**< Successful arms. */
+	uint64_t repoll_hits;      /**< Re-polls after arming that found completions. */
+	uint64_t wakeups;          /**< Wakeups in which this source's fd was ready. */
+	uint64_t spurious_wakeups; /**< Of those, the ones after which the source had nothing. */
+	uint64_t lost_wakeups;     /**< Completions found after a timeout with no notification. Must be 0. */
+	uint64_t errors;           /**< Op failures. */
+	uint64_t full;             /**< Posts refused because the source was full (rings). */
+};
+
+/**
+ * Handler type: called by a source's poll, on the loop thread, with a burst of
+ * completions. The type of @p burst is the source's (struct evd_event * for
+ * rings, NULL for fd sources, struct ibv_wc * or struct rte_mbuf ** for drivers).
+ * A handler never runs concurrently with a poll of its own source.
+ */
+typedef void (*evd_handler_t)(struct evd_source *src, void *burst, uint16_t n, void *arg);
+
+/**
+ * Create a loop.
+ *
+ * Control path; any thread. The calling thread need not be the one that runs it.
+ *
+ * @param conf  Configuration (may be NULL for all defaults).
+ * @param out   Receives the loop.
+ * @return 0; -EINVAL for a bad configuration or policy spec (the log names
+ *   the bad key); -ENOENT for an unknown policy name; -ENOMEM; or an errno
+ *   from epoll_create1()/eventfd().
+ */
+int evd_loop_create(const struct evd_loop_conf *conf, struct evd_loop **out);
+
+/**
+ * Destroy a loop. Every source must have been removed first.
+ * @return 0; -EBUSY if sources remain or the loop is running; -EINVAL for NULL.
+ */
+int evd_loop_destroy(struct evd_loop *loop);
+
+/**
+ * Register a source on a loop. Control path: call from the loop's thread, or
+ * while the loop is not running.
+ * @return 0; -EINVAL if a source is NULL or already on a loop; -ENOMEM; or
+ *   an errno from epoll_ctl().
+ */
+int evd_loop_add(struct evd_loop *loop, struct evd_source *src);
+
+/**
+ * Unregister a source. Safe from a handler on the same loop (the removal then
+ * takes effect at the end of the current round, and the source is not polled
+ * again). A pending notification is acknowledged before the source leaves.
+ * @return 0; -EINVAL if the source is not on this loop.
+ */
+int evd_loop_remove(struct evd_loop *loop, struct evd_source *src);
+
+/**
+ * Run the loop on the calling thread until evd_loop_stop().
+ * @return 0 when stopped; -EBUSY if already running; -EINVAL for NULL.
+ */
+int evd_loop_run(struct evd_loop *loop);
+
+/**
+ * Run one step: poll every source once; if all were empty, do what the
+ * policy decides (nothing, a pause, or the arm protocol and one bounded wait).
+ * For applications with their own main loop. Not concurrently with evd_loop_run().
+ * @return number of completions dispatched (>= 0); -ESHUTDOWN once stopped.
+ */
+int evd_loop_step(struct evd_loop *loop);
+
+/**
+ * Ask the loop to stop. Any thread, any time, async-signal-safe; wakes a
+ * sleeping loop. evd_loop_run() returns after its current step.
+ * @return 0; -EINVAL for NULL.
+ */
+int evd_loop_stop(struct evd_loop *loop);
+
+/** Clear a stop request so that the loop can run again. Not while running. */
+int evd_loop_resume(struct evd_loop *loop);
+
+/** The loop's name. */
+const char *evd_loop_name(const struct evd_loop *loop);
+
+/** The name of the loop's policy (e.g. "adaptive"). */
+const char *evd_loop_policy_name(const struct evd_loop *loop);
+
+/**
+ * Read the loop's stats, since creation or the last reset. Any thread, while
+ * running: each counter is read atomically; the set is not a snapshot.
+ * @return 0; -EINVAL for NULL arguments.
+ */
+int evd_loop_stats_get(struct evd_loop *loop, struct evd_loop_stats *st);
+
+/**
+ * Reset the loop's stats. Counters are never written by this call: it
+ * records a baseline that later reads subtract, so it is safe while the loop
+ * runs; call it and evd_loop_stats_get() from one thread at a time.
+ * @return 0; -EINVAL for NULL.
+ */
+int evd_loop_stats_reset(struct evd_loop *loop);
+
+/** Read a source's stats; same rules as evd_loop_stats_get(). */
+int evd_source_stats_get(struct evd_source *src, struct evd_source_stats *st);
+
+/** Reset a source's stats; same rules as evd_loop_stats_reset(). */
+int evd_source_stats_reset(struct evd_source *src);
+
+/** A source's name. */
+const char *evd_source_name(const struct evd_source *src);
+
+/**
+ * Destroy a source that is on no loop (calls the driver's close op).
+ * @return 0; -EBUSY if still registered; -EINVAL for NULL.
+ */
+int evd_source_destroy(struct evd_source *src);
+
+/* ---- Software event ring ---------------------------------------------- */
+
+/** A software event, as posted to and delivered from an evd ring. */
+struct evd_event {
+	uint32_t type;  /**< Application-defined. */
+	uint32_t flags; /**< Application-defined. */
+	uint64_t stamp; /**< Free for the application (testevd stores the post TSC). */
+	union {
+		uint64_t u64; /**< Payload. */
+		void *ptr;    /**< Payload. */
+	};
+};
+
+/**
+ * Create a software event ring source: multi-producer (any thread, EAL or
+ * not), single consumer (the loop it is added to). Posts are lock-free; the
+ * doorbell (an eventfd) is written only when the consumer is armed.
+ *
+ * @param name     Name for logs and stats (copied; may be NULL).
+ * @param size     Capacity in events; rounded up to a power of two, 2..2^24.
+ * @param handler  Receives bursts of struct evd_event.
+ * @param arg      Passed to the handler.
+ * @param out      Receives the source.
+ * @return 0; -EINVAL for a bad size or NULL handler; -ENOMEM; eventfd errors.
+ */
+int evd_ring_create(const char *name, uint32_t size, evd_handler_t handler, void *arg,
+		    struct evd_source **out);
+
+/**
+ * Post one event. Any thread. Lock-free.
+ * @return 0; -ENOBUFS if the ring is full (counted in the source's `full`
+ *   stat; the event was not posted); -EINVAL for NULL.
+ */
+int evd_ring_post(struct evd_source *ring, const struct evd_event *ev);
+
+/**
+ * Post up to @p n events in order. Any thread. Lock-free.
+ * @return the number posted (1..n); -ENOBUFS if none fit (counted);
+ *   -EINVAL for NULL or a source that is not a ring.
+ *   Events past the returned count were not posted.
+ */
+int evd_ring_post_burst(struct evd_source *ring, const struct evd_event *ev, unsigned int n);
+
+/** Events currently in the ring (approximate while producers run). */
+unsigned int evd_ring_count(const struct evd_source *ring);
+
+/* ---- File descriptor source ------------------------------------------- */
+
+/**
+ * Create a source for any pollable fd (socket, pipe, timerfd, eventfd) with
+ * level semantics: the handler is called (burst NULL, n 1) whenever the fd
+ * is readable (or matches @p events); it must consume what it wants.
+ * The fd stays owned by the caller. While idle, readiness wakes the loop.
+ *
+ * @param events  epoll events to watch (0 gives EPOLLIN).
+ * @return 0; -EINVAL for a negative fd or NULL handler; -ENOMEM.
+ */
+int evd_fd_create(const char *name, int fd, uint32_t events, evd_handler_t handler, void *arg,
+		  struct evd_source **out);
+
+/** The epoll events seen by the current call of an fd source's handler. */
+uint32_t evd_fd_revents(const struct evd_source *src);
+
+/* ---- Timers ------------------------------------------------------------ */
+
+/** Timer callback; runs on the loop thread. */
+typedef void (*evd_timer_cb_t)(struct evd_loop *loop, struct evd_timer *t, void *arg);
+
+/**
+ * Start a timer on the loop. Loop thread only (or while not running).
+ * A sleep never overshoots the earliest timer deadline.
+ *
+ * @param after_ns   First expiry, from now (loop clock).
+ * @param period_ns  0 for one-shot, else the period (no drift: deadlines
+ *                   are first + k * period; missed periods are skipped).
+ * @param out        Receives the handle (may be NULL for a one-shot you never cancel).
+ * @return 0; -EINVAL; -ENOMEM.
+ */
+int evd_timer_start(struct evd_loop *loop, uint64_t after_ns, uint64_t period_ns,
+		    evd_timer_cb_t cb, void *arg, struct evd_timer **out);
+
+/**
+ * Cancel a timer and free it. Loop thread only; safe from any timer callback
+ * including the timer's own. A one-shot timer is freed after it fires:
+ * do not cancel it after that.
+ * @return 0; -EINVAL for NULL or a timer not on this loop.
+ */
+int evd_timer_cancel(struct evd_loop *loop, struct evd_timer *t);
+
+/** Current time on the loop's clock, in nanoseconds. */
+uint64_t evd_loop_now_ns(const struct evd_loop *loop);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* EVD_H */

@@ -1,0 +1,844 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The loop and the arm protocol.
+ *
+ * evd_loop_step() is the whole protocol, in DESIGN.md's order:
+ *   1. poll every source, dispatch what came;
+ *   2. all empty: ask the policy (poll again, pause, or sleep);
+ *   3. sleep: arm every armable source, then re-poll every source;
+ *   4. still all empty: wait on epoll, bounded;
+ *   5. wake: ack every ready source exactly once, poll, disarm.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rte_common.h>
+#include <rte_pause.h>
+
+#include "evd_private.h"
+
+RTE_LOG_REGISTER(evd__logtype, lib.evd, INFO);
+
+/* How long a source found non-empty after a timeout may take to show the
+ * notification it owes before the loop calls the wakeup lost. Covers a
+ * producer caught between its enqueue and its doorbell write. */
+#define LOST_WAKEUP_GRACE_MS 2
+/* Busy rounds between two reads of the thread CPU clock. */
+#define CPU_SAMPLE_ROUNDS 4096
+#define MAX_BURST 256
+
+uint64_t
+evd__monotonic_ns(void *arg)
+{
+	struct timespec ts;
+
+	RTE_SET_USED(arg);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t
+thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) < 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- stats helpers ------------------------------------------------------ */
+
+static void
+cpu_sample(struct evd_loop *loop)
+{
+	uint64_t t = thread_cpu_ns();
+
+	if (loop->cpu_last != 0 && t >= loop->cpu_last)
+		EVD_STAT_ADD(loop->stats.cpu_ns, t - loop->cpu_last);
+	loop->cpu_last = t;
+}
+
+/* Charge the time since the last mark to the current mode, then switch. */
+static void
+set_mode(struct evd_loop *loop, uint32_t mode, uint64_t now)
+{
+	if (now > loop->mode_mark_ns)
+		EVD_STAT_ADD(loop->stats.mode_ns[loop->mode], now - loop->mode_mark_ns);
+	loop->mode_mark_ns = now;
+	if (mode != loop->mode) {
+		EVD_STAT_ADD(loop->stats.mode_switches, 1);
+		__atomic_store_n(&loop->stats.mode, mode, __ATOMIC_RELAXED);
+		loop->mode = mode;
+	}
+}
+
+static void
+source_error(struct evd_loop *loop, struct evd_source *s, const char *op, int err)
+{
+	EVD_STAT_ADD(s->stats.errors, 1);
+	EVD_STAT_ADD(loop->stats.errors, 1);
+	EVD_LOG(ERR, "loop %s: source %s: %s failed: %s", loop->name, s->name, op, strerror(-err));
+	if (loop->on_error != NULL)
+		loop->on_error(loop, s, err, loop->on_error_arg);
+}
+
+void
+evd_source_report_error(struct evd_source *src, int err)
+{
+	if (src == NULL || src->loop == NULL)
+		return;
+	source_error(src->loop, src, "async event", err);
+}
+
+/* ---- creation ------------------------------------------------------------ */
+
+int
+evd_loop_create(const struct evd_loop_conf *conf, struct evd_loop **out)
+{
+	static const struct evd_loop_conf defaults;
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
+	struct evd_loop *loop;
+	int rc;
+
+	if (out == NULL)
+		return -EINVAL;
+	*out = NULL;
+	if (conf == NULL)
+		conf = &defaults;
+	if (conf->name != NULL && strnlen(conf->name, EVD_NAME_MAX) >= EVD_NAME_MAX) {
+		EVD_LOG(ERR, "loop name longer than %d bytes", EVD_NAME_MAX - 1);
+		return -EINVAL;
+	}
+	if (conf->burst > MAX_BURST) {
+		EVD_LOG(ERR, "burst %u exceeds %d", conf->burst, MAX_BURST);
+		return -EINVAL;
+	}
+	if (conf->clock != NULL && conf->clock->now_ns == NULL)
+		return -EINVAL;
+
+	loop = calloc(1, sizeof(*loop));
+	if (loop == NULL)
+		return -ENOMEM;
+	loop->epfd = -1;
+	loop->stop_fd = -1;
+	snprintf(loop->name, sizeof(loop->name), "%s", conf->name ? conf->name : "evd");
+	loop->clock.now_ns = evd__monotonic_ns;
+	if (conf->clock != NULL)
+		loop->clock = *conf->clock;
+	loop->max_sleep_ns = 1000ull * (conf->max_sleep_us ? conf->max_sleep_us
+							     : EVD_DEFAULT_MAX_SLEEP_US);
+	loop->poll_only_bound_ns = 1000ull * (conf->poll_only_bound_us ?
+					      conf->poll_only_bound_us :
+					      EVD_DEFAULT_POLL_ONLY_BOUND_US);
+	loop->burst = conf->burst ? conf->burst : 32;
+	loop->on_error = conf->on_error;
+	loop->on_error_arg = conf->on_error_arg;
+
+	rc = evd__policy_create(conf->policy ? conf->policy : "adaptive", &loop->policy);
+	if (rc < 0)
+		goto fail;
+
+	loop->epfd = epoll_create1(EPOLL_CLOEXEC);
+	loop->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (loop->epfd < 0 || loop->stop_fd < 0 ||
+	    epoll_ctl(loop->epfd, EPOLL_CTL_ADD, loop->stop_fd, &ev) < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	loop->mode = EVD_MODE_POLL;
+	loop->mode_mark_ns = evd__now(loop);
+	loop->last_event_ns = loop->mode_mark_ns;
+	EVD_LOG(DEBUG, "loop %s created, policy %s", loop->name, loop->policy.ops->name);
+	*out = loop;
+	return 0;
+fail:
+	if (loop->policy.ops != NULL)
+		evd__policy_destroy(&loop->policy);
+	if (loop->epfd >= 0)
+		close(loop->epfd);
+	if (loop->stop_fd >= 0)
+		close(loop->stop_fd);
+	free(loop);
+	return rc;
+}
+
+int
+evd_loop_destroy(struct evd_loop *loop)
+{
+	if (loop == NULL)
+		return -EINVAL;
+	if (loop->n_src > 0 || __atomic_load_n(&loop->running, __ATOMIC_ACQUIRE))
+		return -EBUSY;
+	while (loop->timers.n > 0) {
+		struct evd_timer *t = loop->timers.heap[0];
+
+		evd__timers_remove(&loop->timers, t);
+		free(t);
+	}
+	free(loop->timers.heap);
+	evd__policy_destroy(&loop->policy);
+	close(loop->epfd);
+	close(loop->stop_fd);
+	free(loop->src);
+	free(loop);
+	return 0;
+}
+
+const char *
+evd_loop_name(const struct evd_loop *loop)
+{
+	return loop ? loop->name : NULL;
+}
+
+const char *
+evd_loop_policy_name(const struct evd_loop *loop)
+{
+	return loop ? loop->policy.ops->name : NULL;
+}
+
+uint64_t
+evd_loop_now_ns(const struct evd_loop *loop)
+{
+	return evd__now(loop);
+}
+
+/* ---- sources -------------------------------------------------------------- */
+
+int
+evd_source_init(struct evd_source *src, const struct evd_source_ops *ops, const char *name,
+		evd_handler_t handler, void *arg)
+{
+	if (src == NULL || ops == NULL || ops->poll == NULL || handler == NULL)
+		return -EINVAL;
+	memset(src, 0, sizeof(*src));
+	src->ops = ops;
+	src->handler = handler;
+	src->handler_arg = arg;
+	snprintf(src->name, sizeof(src->name), "%s", name ? name : ops->kind ? ops->kind : "source");
+	src->notify_fd = -1;
+	return 0;
+}
+
+const char *
+evd_source_name(const struct evd_source *src)
+{
+	return src ? src->name : NULL;
+}
+
+int
+evd_source_destroy(struct evd_source *src)
+{
+	if (src == NULL)
+		return -EINVAL;
+	if (src->loop != NULL)
+		return -EBUSY;
+	if (src->ops->close != NULL)
+		src->ops->close(src);
+	return 0;
+}
+
+int
+evd_loop_add(struct evd_loop *loop, struct evd_source *src)
+{
+	struct epoll_event ev;
+	int fd = -1;
+
+	if (loop == NULL || src == NULL || src->ops == NULL || src->ops->poll == NULL ||
+	    src->handler == NULL) {
+		EVD_LOG(ERR, "loop %s: add: source without ops, poll op or handler",
+			loop ? loop->name : "?");
+		return -EINVAL;
+	}
+	if (src->loop != NULL)
+		return -EINVAL;
+	if (src->ops->fd != NULL) {
+		fd = src->ops->fd(src);
+		if (fd < 0 && fd != -ENOTSUP) {
+			EVD_LOG(ERR, "loop %s: source %s: fd op failed: %s", loop->name, src->name,
+				strerror(-fd));
+			return fd;
+		}
+	}
+	if (loop->n_src == loop->cap_src) {
+		uint32_t cap = loop->cap_src ? loop->cap_src * 2 : 8;
+		struct evd_source **a = realloc(loop->src, cap * sizeof(*a));
+
+		if (a == NULL)
+			return -ENOMEM;
+		loop->src = a;
+		loop->cap_src = cap;
+	}
+	if (fd >= 0) {
+		ev.events = src->epoll_events ? src->epoll_events : EPOLLIN;
+		ev.data.ptr = src;
+		if (epoll_ctl(loop->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+			int rc = -errno;
+
+			EVD_LOG(ERR, "loop %s: source %s: epoll_ctl(ADD, %d): %s", loop->name,
+				src->name, fd, strerror(-rc));
+			return rc;
+		}
+		src->has_fd = 1;
+		src->notify_fd = fd;
+	} else {
+		src->has_fd = 0;
+		src->notify_fd = -1;
+		loop->n_poll_only++;
+	}
+	src->armed = 0;
+	src->woken = 0;
+	src->removing = 0;
+	src->index = loop->n_src;
+	src->loop = loop;
+	loop->src[loop->n_src++] = src;
+	EVD_LOG(DEBUG, "loop %s: added %s source %s%s", loop->name, src->ops->kind ? src->ops->kind : "",
+		src->name, fd < 0 ? " (poll-only)" : "");
+	return 0;
+}
+
+static void
+disarm(struct evd_source *s)
+{
+	if (!s->armed)
+		return;
+	s->armed = 0;
+	if (s->ops->disarm != NULL) {
+		int rc = s->ops->disarm(s);
+
+		if (rc < 0 && rc != -ENOTSUP)
+			source_error(s->loop, s, "disarm", rc);
+	}
+}
+
+static bool
+fd_ready(int fd, int timeout_ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	return poll(&p, 1, timeout_ms) > 0 && (p.revents & POLLIN);
+}
+
+static void
+detach(struct evd_loop *loop, struct evd_source *s)
+{
+	uint32_t i = s->index;
+
+	/* A notification left unconsumed would be lost to the next owner, and
+	 * for verbs it would make ibv_destroy_cq() wait forever. */
+	if (s->has_fd) {
+		if (s->ops->ack != NULL && fd_ready(s->notify_fd, 0)) {
+			int rc = s->ops->ack(s);
+
+			if (rc < 0 && rc != -EAGAIN)
+				source_error(loop, s, "ack", rc);
+		}
+		epoll_ctl(loop->epfd, EPOLL_CTL_DEL, s->notify_fd, NULL);
+	} else {
+		loop->n_poll_only--;
+	}
+	disarm(s);
+	loop->src[i] = loop->src[--loop->n_src];
+	loop->src[i]->index = i;
+	s->loop = NULL;
+	s->removing = 0;
+	s->woken = 0;
+}
+
+int
+evd_loop_remove(struct evd_loop *loop, struct evd_source *src)
+{
+	if (loop == NULL || src == NULL || src->loop != loop)
+		return -EINVAL;
+	if (loop->in_round) {
+		/* Called from a handler: the round is iterating the table. */
+		src->removing = 1;
+		loop->pending_removal = true;
+		return 0;
+	}
+	detach(loop, src);
+	return 0;
+}
+
+static void
+reap_removed(struct evd_loop *loop)
+{
+	uint32_t i = 0;
+
+	loop->pending_removal = false;
+	while (i < loop->n_src) {
+		if (loop->src[i]->removing)
+			detach(loop, loop->src[i]); /* moves the last one into i */
+		else
+			i++;
+	}
+}
+
+/* ---- the protocol's steps ----------------------------------------------- */
+
+/* Step 1 (and 3, the re-poll): poll every source once. */
+static uint32_t
+poll_all(struct evd_loop *loop, bool repoll)
+{
+	uint32_t total = 0;
+
+	loop->in_round = true;
+	for (uint32_t i = 0; i < loop->n_src; i++) {
+		struct evd_source *s = loop->src[i];
+		int n;
+
+		if (unlikely(s->removing))
+			continue;
+		n = s->ops->poll(s, loop->burst);
+		EVD_STAT_ADD(s->stats.polls, 1);
+		if (likely(n == 0)) {
+			EVD_STAT_ADD(s->stats.empty_polls, 1);
+			continue;
+		}
+		if (unlikely(n < 0)) {
+			source_error(loop, s, "poll", n);
+			continue;
+		}
+		EVD_STAT_ADD(s->stats.events, n);
+		if (repoll)
+			EVD_STAT_ADD(s->stats.repoll_hits, 1);
+		total += n;
+	}
+	loop->in_round = false;
+	EVD_STAT_ADD(loop->stats.polls, loop->n_src);
+	if (unlikely(loop->pending_removal))
+		reap_removed(loop);
+	return total;
+}
+
+/* Step 2 of the sleep path: arm. Returns false if a source could not be
+ * armed: the loop may then sleep no longer than the poll-only bound. */
+static bool
+arm_all(struct evd_loop *loop)
+{
+	bool all = true;
+
+	for (uint32_t i = 0; i < loop->n_src; i++) {
+		struct evd_source *s = loop->src[i];
+		int rc;
+
+		if (!s->has_fd || s->armed)
+			continue;
+		if (s->ops->arm == NULL) {
+			s->armed = 2; /* level-triggered fd: always armed */
+			continue;
+		}
+		rc = s->ops->arm(s);
+		if (rc == 0) {
+			s->armed = 1;
+			EVD_STAT_ADD(s->stats.arms, 1);
+			EVD_STAT_ADD(loop->stats.arms, 1);
+		} else if (rc == -ENOTSUP) {
+			s->armed = 2; /* the fd is always armed (e.g. tap) */
+		} else {
+			source_error(loop, s, "arm", rc);
+			all = false;
+		}
+	}
+	return all;
+}
+
+static void
+disarm_all(struct evd_loop *loop)
+{
+	for (uint32_t i = 0; i < loop->n_src; i++)
+		disarm(loop->src[i]);
+}
+
+/* Step 4: wait on epoll, at most timeout_ns. Step 5's ack is done here for
+ * every ready source, exactly once. Returns the wake reason. */
+static enum evd_wake_reason
+wait_and_ack(struct evd_loop *loop, uint64_t timeout_ns)
+{
+	struct epoll_event evs[64];
+	struct timespec ts = {
+		.tv_sec = (time_t)(timeout_ns / 1000000000ull),
+		.tv_nsec = (long)(timeout_ns % 1000000000ull),
+	};
+	enum evd_wake_reason why = EVD_WAKE_NOTIFY;
+	int n;
+
+	EVD_STAT_ADD(loop->stats.sleeps, 1);
+	n = epoll_pwait2(loop->epfd, evs, RTE_DIM(evs), &ts, NULL);
+	if (n < 0 && errno == ENOSYS) {
+		/* Kernels before 5.11: round down, so a sleep never overshoots a
+		 * timer; the next step sleeps again for the remainder. */
+		n = epoll_wait(loop->epfd, evs, RTE_DIM(evs), (int)(timeout_ns / 1000000ull));
+	}
+	if (n == 0) {
+		EVD_STAT_ADD(loop->stats.sleep_timeouts, 1);
+		return EVD_WAKE_TIMEOUT;
+	}
+	if (n < 0) /* EINTR: a signal; treated as a wakeup with nothing ready */
+		n = 0;
+	EVD_STAT_ADD(loop->stats.wakeups, 1);
+	for (int i = 0; i < n; i++) {
+		struct evd_source *s = evs[i].data.ptr;
+		int rc;
+
+		if (s == NULL) {
+			uint64_t v;
+
+			if (read(loop->stop_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+				EVD_LOG(ERR, "loop %s: stop eventfd: %s", loop->name, strerror(errno));
+			why = EVD_WAKE_STOP;
+			continue;
+		}
+		s->woken = 1;
+		EVD_STAT_ADD(s->stats.wakeups, 1);
+		if (s->ops->ack == NULL)
+			continue;
+		rc = s->ops->ack(s);
+		if (rc < 0 && rc != -EAGAIN)
+			source_error(loop, s, "ack", rc);
+	}
+	return why;
+}
+
+/* After a wake: the sources that notified and found nothing were spurious;
+ * armed sources that hold completions after a timeout without a pending
+ * notification lost a wakeup. Then leave interrupt mode (disarm). */
+static void
+after_wake(struct evd_loop *loop, enum evd_wake_reason why, uint32_t found)
+{
+	bool any_woken = false;
+
+	for (uint32_t i = 0; i < loop->n_src; i++) {
+		struct evd_source *s = loop->src[i];
+
+		if (s->woken) {
+			any_woken = true;
+			if (s->stats.events == s->events_at_sleep)
+				EVD_STAT_ADD(s->stats.spurious_wakeups, 1);
+			s->woken = 0;
+		} else if (why == EVD_WAKE_TIMEOUT && s->armed == 1 &&
+			   s->stats.events != s->events_at_sleep) {
+			/* Explicitly armed, completions found, the wait timed out:
+			 * the notification must show up, late at worst (raced
+			 * with the timeout); consume it now. Level fds need no
+			 * such check: the kernel reports their content. */
+			if (fd_ready(s->notify_fd, LOST_WAKEUP_GRACE_MS)) {
+				int rc = s->ops->ack != NULL ? s->ops->ack(s) : 0;
+
+				if (rc < 0 && rc != -EAGAIN)
+					source_error(loop, s, "ack", rc);
+				continue;
+			}
+			EVD_STAT_ADD(s->stats.lost_wakeups, 1);
+			EVD_STAT_ADD(loop->stats.lost_wakeups, 1);
+			EVD_LOG(WARNING, "loop %s: source %s: lost wakeup (completions found after "
+				"a timeout, no notification)", loop->name, s->name);
+		}
+	}
+	if (why == EVD_WAKE_NOTIFY && found == 0 && any_woken)
+		EVD_STAT_ADD(loop->stats.spurious_wakeups, 1);
+	disarm_all(loop);
+}
+
+static uint64_t
+sleep_bound(struct evd_loop *loop, uint64_t policy_ns, bool all_armed, uint64_t now)
+{
+	uint64_t t = loop->max_sleep_ns;
+	uint64_t next = evd__timers_next(&loop->timers);
+
+	if (policy_ns != 0 && policy_ns < t)
+		t = policy_ns;
+	if ((loop->n_poll_only > 0 || !all_armed) && loop->poll_only_bound_ns < t)
+		t = loop->poll_only_bound_ns;
+	if (next != UINT64_MAX)
+		t = next > now ? RTE_MIN(t, next - now) : 0;
+	return t;
+}
+
+static void
+note_events(struct evd_loop *loop, uint64_t now, uint32_t n)
+{
+	EVD_STAT_ADD(loop->stats.events, n);
+	loop->last_event_ns = now;
+	loop->last_burst = n;
+	loop->idle_rounds = 0;
+	if (loop->policy.ops->on_events != NULL)
+		loop->policy.ops->on_events(loop->policy.state, now, n);
+}
+
+static void
+pause_for(uint64_t ns)
+{
+	uint64_t end = evd__monotonic_ns(NULL) + ns;
+
+	do {
+		for (int i = 0; i < 8; i++)
+			rte_pause();
+	} while (evd__monotonic_ns(NULL) < end);
+}
+
+/* Steps 2 to 5 once the policy said sleep. */
+static int
+sleep_protocol(struct evd_loop *loop, uint64_t policy_ns, uint64_t now)
+{
+	enum evd_wake_reason why;
+	uint64_t t0, t1;
+	uint32_t n;
+	bool all_armed;
+
+	set_mode(loop, EVD_MODE_SLEEP, now);
+	cpu_sample(loop);
+	for (uint32_t i = 0; i < loop->n_src; i++)
+		loop->src[i]->events_at_sleep = loop->src[i]->stats.events;
+
+	/* Arm, then poll once more: a completion that landed between the last
+	 * empty poll and the arm raises no notification on strict (IBTA,
+	 * virtio) sources. Sleeping without this re-poll strands it until the
+	 * timeout: the lost wakeup. */
+	all_armed = arm_all(loop);
+	n = poll_all(loop, true);
+	if (n > 0) {
+		EVD_STAT_ADD(loop->stats.repoll_hits, 1);
+		disarm_all(loop);
+		t1 = evd__now(loop);
+		set_mode(loop, EVD_MODE_POLL, t1);
+		note_events(loop, t1, n);
+		if (loop->policy.ops->on_wake != NULL)
+			loop->policy.ops->on_wake(loop->policy.state, t1, 0, EVD_WAKE_REPOLL);
+		return (int)n;
+	}
+
+	t0 = evd__now(loop);
+	if (__atomic_load_n(&loop->stop, __ATOMIC_ACQUIRE)) {
+		disarm_all(loop);
+		set_mode(loop, EVD_MODE_POLL, t0);
+		return 0;
+	}
+	why = wait_and_ack(loop, sleep_bound(loop, policy_ns, all_armed, t0));
+	t1 = evd__now(loop);
+	set_mode(loop, EVD_MODE_POLL, t1);
+	cpu_sample(loop);
+	if (loop->policy.ops->on_wake != NULL)
+		loop->policy.ops->on_wake(loop->policy.state, t1, t1 - t0, why);
+
+	/* Step 5 then 1: poll with the sources still armed, so that the
+	 * lost-wakeup check sees any notification raised meanwhile. */
+	evd__timers_run(loop, t1);
+	n = poll_all(loop, false);
+	after_wake(loop, why, n);
+	if (n > 0)
+		note_events(loop, t1, n);
+	return (int)n;
+}
+
+int
+evd_loop_step(struct evd_loop *loop)
+{
+	struct evd_policy_input in;
+	enum evd_action act;
+	uint64_t now, arg = 0;
+	uint32_t n;
+
+	if (unlikely(loop == NULL))
+		return -EINVAL;
+	if (unlikely(__atomic_load_n(&loop->stop, __ATOMIC_ACQUIRE)))
+		return -ESHUTDOWN;
+
+	now = evd__now(loop);
+	if (loop->timers.n > 0 && evd__timers_next(&loop->timers) <= now)
+		evd__timers_run(loop, now);
+
+	/* 1. poll */
+	n = poll_all(loop, false);
+	if (n > 0) {
+		if (unlikely(loop->mode != EVD_MODE_POLL))
+			set_mode(loop, EVD_MODE_POLL, now);
+		note_events(loop, now, n);
+		goto out;
+	}
+	EVD_STAT_ADD(loop->stats.empty_polls, 1);
+	loop->idle_rounds++;
+
+	/* 2. decide */
+	in.now_ns = now;
+	in.idle_ns = now > loop->last_event_ns ? now - loop->last_event_ns : 0;
+	in.idle_rounds = loop->idle_rounds;
+	in.last_burst = loop->last_burst;
+	in.n_sources = loop->n_src;
+	in.n_poll_only = loop->n_poll_only;
+	act = loop->policy.ops->decide(loop->policy.state, &in, &arg);
+	switch (act) {
+	case EVD_ACTION_SLEEP:
+		return sleep_protocol(loop, arg, now);
+	case EVD_ACTION_PAUSE:
+		set_mode(loop, EVD_MODE_PAUSE, now);
+		EVD_STAT_ADD(loop->stats.pauses, 1);
+		pause_for(arg ? arg : 1000);
+		break;
+	case EVD_ACTION_POLL:
+	default:
+		if (unlikely(loop->mode != EVD_MODE_POLL))
+			set_mode(loop, EVD_MODE_POLL, now);
+		break;
+	}
+out:
+	if (unlikely(++loop->rounds % CPU_SAMPLE_ROUNDS == 0)) {
+		set_mode(loop, loop->mode, evd__now(loop));
+		cpu_sample(loop);
+	}
+	return (int)n;
+}
+
+int
+evd_loop_run(struct evd_loop *loop)
+{
+	int expected = 0;
+	int rc;
+
+	if (loop == NULL)
+		return -EINVAL;
+	if (!__atomic_compare_exchange_n(&loop->running, &expected, 1, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_RELAXED))
+		return -EBUSY;
+	loop->cpu_last = thread_cpu_ns();
+	set_mode(loop, EVD_MODE_POLL, evd__now(loop));
+	do {
+		rc = evd_loop_step(loop);
+	} while (rc >= 0);
+	set_mode(loop, EVD_MODE_POLL, evd__now(loop));
+	cpu_sample(loop);
+	loop->cpu_last = 0;
+	__atomic_store_n(&loop->running, 0, __ATOMIC_RELEASE);
+	return rc == -ESHUTDOWN ? 0 : rc;
+}
+
+int
+evd_loop_stop(struct evd_loop *loop)
+{
+	uint64_t one = 1;
+
+	if (loop == NULL)
+		return -EINVAL;
+	__atomic_store_n(&loop->stop, 1, __ATOMIC_RELEASE);
+	/* The flag first, then the doorbell: a loop about to sleep either
+	 * sees the flag or finds the eventfd readable. */
+	if (write(loop->stop_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		return -errno;
+	return 0;
+}
+
+int
+evd_loop_resume(struct evd_loop *loop)
+{
+	uint64_t v;
+
+	if (loop == NULL)
+		return -EINVAL;
+	if (__atomic_load_n(&loop->running, __ATOMIC_ACQUIRE))
+		return -EBUSY;
+	__atomic_store_n(&loop->stop, 0, __ATOMIC_RELEASE);
+	while (read(loop->stop_fd, &v, sizeof(v)) > 0)
+		;
+	return 0;
+}
+
+/* ---- stats ----------------------------------------------------------------- */
+
+#define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+
+static void
+loop_stats_read(const struct evd_loop_stats *s, struct evd_loop_stats *d)
+{
+	d->polls = LOAD(s->polls);
+	d->empty_polls = LOAD(s->empty_polls);
+	d->events = LOAD(s->events);
+	d->arms = LOAD(s->arms);
+	d->repoll_hits = LOAD(s->repoll_hits);
+	d->sleeps = LOAD(s->sleeps);
+	d->wakeups = LOAD(s->wakeups);
+	d->spurious_wakeups = LOAD(s->spurious_wakeups);
+	d->sleep_timeouts = LOAD(s->sleep_timeouts);
+	d->lost_wakeups = LOAD(s->lost_wakeups);
+	d->pauses = LOAD(s->pauses);
+	d->mode_switches = LOAD(s->mode_switches);
+	d->timers_fired = LOAD(s->timers_fired);
+	d->errors = LOAD(s->errors);
+	for (int m = 0; m < EVD_MODE_COUNT; m++)
+		d->mode_ns[m] = LOAD(s->mode_ns[m]);
+	d->cpu_ns = LOAD(s->cpu_ns);
+	d->mode = LOAD(s->mode);
+}
+
+static void
+source_stats_read(const struct evd_source_stats *s, struct evd_source_stats *d)
+{
+	d->polls = LOAD(s->polls);
+	d->empty_polls = LOAD(s->empty_polls);
+	d->events = LOAD(s->events);
+	d->arms = LOAD(s->arms);
+	d->repoll_hits = LOAD(s->repoll_hits);
+	d->wakeups = LOAD(s->wakeups);
+	d->spurious_wakeups = LOAD(s->spurious_wakeups);
+	d->lost_wakeups = LOAD(s->lost_wakeups);
+	d->errors = LOAD(s->errors);
+	d->full = LOAD(s->full);
+}
+
+#define SUB(f) d->f -= b->f
+
+int
+evd_loop_stats_get(struct evd_loop *loop, struct evd_loop_stats *st)
+{
+	struct evd_loop_stats *d = st;
+	const struct evd_loop_stats *b;
+
+	if (loop == NULL || st == NULL)
+		return -EINVAL;
+	loop_stats_read(&loop->stats, d);
+	b = &loop->stats_base;
+	SUB(polls); SUB(empty_polls); SUB(events); SUB(arms); SUB(repoll_hits); SUB(sleeps);
+	SUB(wakeups); SUB(spurious_wakeups); SUB(sleep_timeouts); SUB(lost_wakeups); SUB(pauses);
+	SUB(mode_switches); SUB(timers_fired); SUB(errors); SUB(cpu_ns);
+	for (int m = 0; m < EVD_MODE_COUNT; m++)
+		d->mode_ns[m] -= b->mode_ns[m];
+	return 0;
+}
+
+int
+evd_source_stats_get(struct evd_source *src, struct evd_source_stats *st)
+{
+	struct evd_source_stats *d = st;
+	const struct evd_source_stats *b;
+
+	if (src == NULL || st == NULL)
+		return -EINVAL;
+	source_stats_read(&src->stats, d);
+	b = &src->stats_base;
+	SUB(polls); SUB(empty_polls); SUB(events); SUB(arms); SUB(repoll_hits); SUB(wakeups);
+	SUB(spurious_wakeups); SUB(lost_wakeups); SUB(errors); SUB(full);
+	return 0;
+}
+
+int
+evd_loop_stats_reset(struct evd_loop *loop)
+{
+	if (loop == NULL)
+		return -EINVAL;
+	loop_stats_read(&loop->stats, &loop->stats_base);
+	return 0;
+}
+
+int
+evd_source_stats_reset(struct evd_source *src)
+{
+	if (src == NULL)
+		return -EINVAL;
+	source_stats_read(&src->stats, &src->stats_base);
+	return 0;
+}

@@ -1,0 +1,475 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Policies: the spec parser, the registry and the built-ins.
+ *
+ * Spec grammar: NAME [ ":" KEY "=" VALUE { "," KEY "=" VALUE } ]
+ *   NAME, KEY: [a-z0-9_]+   VALUE: unsigned decimal integer
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rte_common.h>
+
+#include "evd_private.h"
+
+#define MAX_POLICIES 16
+#define MAX_PARAMS 16
+#define SPEC_MAX 256
+
+/* ---- built-in: poll ------------------------------------------------------ */
+
+static int
+no_params(const char *name, const struct evd_policy_param *p, unsigned int n)
+{
+	if (n > 0) {
+		EVD_LOG(ERR, "policy %s: unknown key '%s' (it takes no keys)", name, p[0].key);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int
+poll_create(const struct evd_policy_param *p, unsigned int n, const struct evd_policy_env *env,
+	    void **state)
+{
+	RTE_SET_USED(env);
+	*state = NULL;
+	return no_params("poll", p, n);
+}
+
+static enum evd_action
+poll_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
+{
+	RTE_SET_USED(st);
+	RTE_SET_USED(in);
+	RTE_SET_USED(arg);
+	return EVD_ACTION_POLL;
+}
+
+static const struct evd_policy_ops poll_policy = {
+	.name = "poll",
+	.create = poll_create,
+	.decide = poll_decide,
+};
+
+/* ---- built-in: intr ------------------------------------------------------- */
+
+static int
+intr_create(const struct evd_policy_param *p, unsigned int n, const struct evd_policy_env *env,
+	    void **state)
+{
+	RTE_SET_USED(env);
+	*state = NULL;
+	return no_params("intr", p, n);
+}
+
+static enum evd_action
+intr_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
+{
+	RTE_SET_USED(st);
+	RTE_SET_USED(in);
+	*arg = 0;
+	return EVD_ACTION_SLEEP;
+}
+
+static const struct evd_policy_ops intr_policy = {
+	.name = "intr",
+	.create = intr_create,
+	.decide = intr_decide,
+};
+
+/* ---- built-in: adaptive (first version: self-calibrated ski rental) ------- */
+
+/*
+ * Spinning through an idle gap costs the gap in CPU; sleeping costs the
+ * fixed sleep-and-wake price B. Spinning for B, then sleeping, is never
+ * worse than twice the best choice made knowing the gap in advance.
+ * B is measured on this machine at start; budget_us overrides it.
+ */
+struct adaptive {
+	uint64_t spin_ns;   /* poll without pausing this long after the last event */
+	uint64_t budget_ns; /* then pause until idle this long, then sleep */
+	uint64_t pause_ns;
+};
+
+static int
+adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct evd_policy_env *env,
+		void **state)
+{
+	struct adaptive *a;
+	uint64_t budget_us = UINT64_MAX, spin_us = UINT64_MAX, pause_ns = 1000;
+
+	for (unsigned int i = 0; i < n; i++) {
+		if (strcmp(p[i].key, "budget_us") == 0) {
+			if (p[i].value > 1000000) {
+				EVD_LOG(ERR, "policy adaptive: budget_us=%" PRIu64 " out of range 0..1000000",
+					p[i].value);
+				return -EINVAL;
+			}
+			budget_us = p[i].value;
+		} else if (strcmp(p[i].key, "spin_us") == 0) {
+			spin_us = p[i].value;
+		} else if (strcmp(p[i].key, "pause_ns") == 0) {
+			if (p[i].value == 0 || p[i].value > 1000000) {
+				EVD_LOG(ERR, "policy adaptive: pause_ns=%" PRIu64 " out of range 1..1000000",
+					p[i].value);
+				return -EINVAL;
+			}
+			pause_ns = p[i].value;
+		} else {
+			EVD_LOG(ERR, "policy adaptive: unknown key '%s' (keys: budget_us, spin_us, pause_ns)",
+				p[i].key);
+			return -EINVAL;
+		}
+	}
+	a = calloc(1, sizeof(*a));
+	if (a == NULL)
+		return -ENOMEM;
+	a->budget_ns = budget_us != UINT64_MAX ? budget_us * 1000 : env->sleep_wake_ns;
+	if (spin_us != UINT64_MAX) {
+		if (spin_us * 1000 > a->budget_ns) {
+			EVD_LOG(ERR, "policy adaptive: spin_us=%" PRIu64 " exceeds the budget (%" PRIu64 " us)",
+				spin_us, a->budget_ns / 1000);
+			free(a);
+			return -EINVAL;
+		}
+		a->spin_ns = spin_us * 1000;
+	} else {
+		a->spin_ns = a->budget_ns / 2;
+	}
+	a->pause_ns = pause_ns;
+	EVD_LOG(DEBUG, "policy adaptive: spin %" PRIu64 " ns, budget %" PRIu64 " ns, pause %" PRIu64 " ns",
+		a->spin_ns, a->budget_ns, a->pause_ns);
+	*state = a;
+	return 0;
+}
+
+static void
+adaptive_destroy(void *st)
+{
+	free(st);
+}
+
+static enum evd_action
+adaptive_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
+{
+	const struct adaptive *a = st;
+
+	if (in->idle_ns < a->spin_ns)
+		return EVD_ACTION_POLL;
+	if (in->idle_ns < a->budget_ns) {
+		*arg = a->pause_ns;
+		return EVD_ACTION_PAUSE;
+	}
+	*arg = 0;
+	return EVD_ACTION_SLEEP;
+}
+
+static const struct evd_policy_ops adaptive_policy = {
+	.name = "adaptive",
+	.create = adaptive_create,
+	.destroy = adaptive_destroy,
+	.decide = adaptive_decide,
+	.needs_env = 1,
+};
+
+/* ---- registry ----------------------------------------------------------------- */
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static const struct evd_policy_ops *registry[MAX_POLICIES] = {
+	&adaptive_policy, &poll_policy, &intr_policy,
+};
+
+static bool
+valid_word(const char *s)
+{
+	if (*s == '\0')
+		return false;
+	for (; *s; s++)
+		if (!(islower((unsigned char)*s) || isdigit((unsigned char)*s) || *s == '_'))
+			return false;
+	return true;
+}
+
+int
+evd_policy_register(const struct evd_policy_ops *ops)
+{
+	int rc = -ENOSPC;
+
+	if (ops == NULL || ops->name == NULL || ops->decide == NULL || !valid_word(ops->name) ||
+	    strlen(ops->name) >= EVD_NAME_MAX)
+		return -EINVAL;
+	pthread_mutex_lock(&registry_lock);
+	for (int i = 0; i < MAX_POLICIES; i++) {
+		if (registry[i] != NULL && strcmp(registry[i]->name, ops->name) == 0) {
+			rc = -EEXIST;
+			break;
+		}
+		if (registry[i] == NULL) {
+			registry[i] = ops;
+			rc = 0;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&registry_lock);
+	return rc;
+}
+
+static const struct evd_policy_ops *
+lookup(const char *name)
+{
+	const struct evd_policy_ops *ops = NULL;
+
+	pthread_mutex_lock(&registry_lock);
+	for (int i = 0; i < MAX_POLICIES && registry[i] != NULL; i++)
+		if (strcmp(registry[i]->name, name) == 0) {
+			ops = registry[i];
+			break;
+		}
+	pthread_mutex_unlock(&registry_lock);
+	return ops;
+}
+
+/* ---- spec parsing -------------------------------------------------------------- */
+
+struct parsed_spec {
+	char buf[SPEC_MAX];
+	const char *name;
+	struct evd_policy_param params[MAX_PARAMS];
+	unsigned int n;
+};
+
+static int
+parse_spec(const char *spec, struct parsed_spec *ps)
+{
+	char *colon, *item, *save = NULL;
+
+	if (spec == NULL || *spec == '\0') {
+		EVD_LOG(ERR, "policy spec is empty");
+		return -EINVAL;
+	}
+	if (strlen(spec) >= sizeof(ps->buf)) {
+		EVD_LOG(ERR, "policy spec longer than %d bytes", SPEC_MAX - 1);
+		return -EINVAL;
+	}
+	strcpy(ps->buf, spec);
+	ps->n = 0;
+	ps->name = ps->buf;
+	colon = strchr(ps->buf, ':');
+	if (colon != NULL)
+		*colon = '\0';
+	if (!valid_word(ps->name)) {
+		EVD_LOG(ERR, "policy spec '%s': bad policy name '%s'", spec, ps->name);
+		return -EINVAL;
+	}
+	if (colon == NULL)
+		return 0;
+	if (colon[1] == '\0') {
+		EVD_LOG(ERR, "policy spec '%s': nothing after ':'", spec);
+		return -EINVAL;
+	}
+	for (item = strtok_r(colon + 1, ",", &save); item != NULL; item = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(item, '='), *end;
+		unsigned long long v;
+
+		if (eq == NULL) {
+			EVD_LOG(ERR, "policy spec '%s': key '%s' has no value (KEY=VALUE)", spec, item);
+			return -EINVAL;
+		}
+		*eq = '\0';
+		if (!valid_word(item)) {
+			EVD_LOG(ERR, "policy spec '%s': bad key '%s'", spec, item);
+			return -EINVAL;
+		}
+		errno = 0;
+		v = strtoull(eq + 1, &end, 10);
+		if (eq[1] == '\0' || !isdigit((unsigned char)eq[1]) || *end != '\0' || errno != 0) {
+			EVD_LOG(ERR, "policy spec '%s': key '%s': bad value '%s' (unsigned integer)",
+				spec, item, eq + 1);
+			return -EINVAL;
+		}
+		for (unsigned int i = 0; i < ps->n; i++)
+			if (strcmp(ps->params[i].key, item) == 0) {
+				EVD_LOG(ERR, "policy spec '%s': key '%s' given twice", spec, item);
+				return -EINVAL;
+			}
+		if (ps->n == MAX_PARAMS) {
+			EVD_LOG(ERR, "policy spec '%s': more than %d keys", spec, MAX_PARAMS);
+			return -EINVAL;
+		}
+		ps->params[ps->n].key = item;
+		ps->params[ps->n].value = v;
+		ps->n++;
+	}
+	/* strtok_r skips empty items: "a:x=1,,y=2" or a trailing ',' */
+	if (strstr(spec, ",,") != NULL || spec[strlen(spec) - 1] == ',' || strstr(spec, ":,")) {
+		EVD_LOG(ERR, "policy spec '%s': empty key", spec);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int
+instantiate(const char *spec, bool calibrate, struct evd__policy *out)
+{
+	static const struct evd_policy_env no_env = { .sleep_wake_ns = 20000 };
+	struct parsed_spec ps;
+	const struct evd_policy_ops *ops;
+	void *state = NULL;
+	int rc;
+
+	rc = parse_spec(spec, &ps);
+	if (rc < 0)
+		return rc;
+	ops = lookup(ps.name);
+	if (ops == NULL) {
+		EVD_LOG(ERR, "policy spec '%s': unknown policy '%s'", spec, ps.name);
+		return -ENOENT;
+	}
+	if (ops->create != NULL) {
+		rc = ops->create(ps.params, ps.n,
+				 calibrate && ops->needs_env ? evd_policy_env_get() : &no_env, &state);
+		if (rc < 0)
+			return rc;
+	} else if (ps.n > 0) {
+		EVD_LOG(ERR, "policy %s: unknown key '%s' (it takes no keys)", ps.name,
+			ps.params[0].key);
+		return -EINVAL;
+	}
+	if (out != NULL) {
+		out->ops = ops;
+		out->state = state;
+	} else if (ops->destroy != NULL) {
+		ops->destroy(state);
+	}
+	return 0;
+}
+
+int
+evd__policy_create(const char *spec, struct evd__policy *out)
+{
+	return instantiate(spec, true, out);
+}
+
+void
+evd__policy_destroy(struct evd__policy *p)
+{
+	if (p->ops != NULL && p->ops->destroy != NULL)
+		p->ops->destroy(p->state);
+	p->ops = NULL;
+	p->state = NULL;
+}
+
+int
+evd_policy_validate(const char *spec)
+{
+	return instantiate(spec, false, NULL);
+}
+
+/* ---- calibration ----------------------------------------------------------------- */
+
+#define CAL_ROUNDS 21
+
+static struct evd_policy_env env;
+static pthread_once_t env_once = PTHREAD_ONCE_INIT;
+
+struct cal {
+	int efd;
+	uint64_t sent[CAL_ROUNDS];
+	int ack_fd;
+};
+
+static void *
+cal_waker(void *arg)
+{
+	struct cal *c = arg;
+	struct timespec gap = { .tv_sec = 0, .tv_nsec = 100000 };
+
+	for (int i = 0; i < CAL_ROUNDS; i++) {
+		uint64_t one = 1, v;
+		int tries = 0;
+
+		nanosleep(&gap, NULL); /* let the sleeper reach epoll_wait */
+		__atomic_store_n(&c->sent[i], evd__monotonic_ns(NULL), __ATOMIC_RELEASE);
+		if (write(c->efd, &one, sizeof(one)) < 0)
+			break;
+		/* wait until the sleeper has consumed it (it may have given up) */
+		while (read(c->ack_fd, &v, sizeof(v)) < 0 && ++tries < 10000)
+			nanosleep(&gap, NULL);
+		if (tries >= 10000)
+			break;
+	}
+	return NULL;
+}
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Measure arm + sleep + wake-by-eventfd + ack, as the loop would pay it. */
+static void
+calibrate(void)
+{
+	struct cal c = { .efd = -1, .ack_fd = -1 };
+	struct epoll_event ev = { .events = EPOLLIN }, out;
+	uint64_t cost[CAL_ROUNDS];
+	pthread_t th;
+	int epfd, n = 0;
+
+	env.sleep_wake_ns = 20000; /* fallback: a typical VM figure */
+	epfd = epoll_create1(EPOLL_CLOEXEC);
+	c.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	c.ack_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (epfd < 0 || c.efd < 0 || c.ack_fd < 0 ||
+	    epoll_ctl(epfd, EPOLL_CTL_ADD, c.efd, &ev) < 0 ||
+	    pthread_create(&th, NULL, cal_waker, &c) != 0)
+		goto out;
+	for (int i = 0; i < CAL_ROUNDS; i++) {
+		uint64_t v, one = 1, t1;
+
+		if (epoll_wait(epfd, &out, 1, 1000) != 1)
+			break;
+		if (read(c.efd, &v, sizeof(v)) < 0)
+			break;
+		t1 = evd__monotonic_ns(NULL);
+		/* the sent stamp is published by the eventfd write/read pair */
+		cost[n++] = t1 - __atomic_load_n(&c.sent[i], __ATOMIC_ACQUIRE);
+		if (write(c.ack_fd, &one, sizeof(one)) < 0)
+			break;
+	}
+	pthread_join(th, NULL);
+	if (n >= 5) {
+		qsort(cost, n, sizeof(cost[0]), cmp_u64);
+		env.sleep_wake_ns = cost[n / 2];
+	}
+out:
+	if (epfd >= 0)
+		close(epfd);
+	if (c.efd >= 0)
+		close(c.efd);
+	if (c.ack_fd >= 0)
+		close(c.ack_fd);
+	/* Keep the figure in a sane band: a loaded VM can report outliers. */
+	env.sleep_wake_ns = RTE_MAX(env.sleep_wake_ns, (uint64_t)2000);
+	env.sleep_wake_ns = RTE_MIN(env.sleep_wake_ns, (uint64_t)200000);
+	EVD_LOG(INFO, "calibrated sleep-and-wake cost: %" PRIu64 " ns (%d samples)",
+		env.sleep_wake_ns, n);
+}
+
+const struct evd_policy_env *
+evd_policy_env_get(void)
+{
+	pthread_once(&env_once, calibrate);
+	return &env;
+}

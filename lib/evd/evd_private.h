@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef EVD_PRIVATE_H
+#define EVD_PRIVATE_H
+
+#include <stdbool.h>
+#include <inttypes.h>
+#include <stdint.h>
+
+#include <rte_branch_prediction.h>
+#include <rte_log.h>
+
+#include "evd.h"
+#include "evd_policy.h"
+#include "evd_source.h"
+
+extern int evd__logtype;
+
+#define EVD_LOG(level, fmt, ...) \
+	rte_log(RTE_LOG_##level, evd__logtype, "EVD: " fmt "\n", ##__VA_ARGS__)
+
+/* A policy instance: its ops and state. */
+struct evd__policy {
+	const struct evd_policy_ops *ops;
+	void *state;
+};
+
+int evd__policy_create(const char *spec, struct evd__policy *out);
+void evd__policy_destroy(struct evd__policy *p);
+
+/* Timer heap, ordered by deadline. */
+struct evd_timer {
+	uint64_t deadline;
+	uint64_t period;
+	evd_timer_cb_t cb;
+	void *arg;
+	struct evd_loop *loop;
+	uint32_t heap_idx;
+};
+
+struct evd__timers {
+	struct evd_timer **heap;
+	uint32_t n, cap;
+};
+
+int evd__timers_push(struct evd__timers *h, struct evd_timer *t);
+void evd__timers_remove(struct evd__timers *h, struct evd_timer *t);
+/* Run expired timers; return how many ran. */
+unsigned int evd__timers_run(struct evd_loop *loop, uint64_t now);
+static inline uint64_t
+evd__timers_next(const struct evd__timers *h)
+{
+	return h->n ? h->heap[0]->deadline : UINT64_MAX;
+}
+
+struct evd_loop {
+	char name[EVD_NAME_MAX];
+	struct evd__policy policy;
+	struct evd_clock clock;
+	uint64_t max_sleep_ns;
+	uint64_t poll_only_bound_ns;
+	uint16_t burst;
+	void (*on_error)(struct evd_loop *, struct evd_source *, int, void *);
+	void *on_error_arg;
+
+	int epfd;
+	int stop_fd;            /* eventfd written by evd_loop_stop() */
+	int stop;               /* atomic: stop requested */
+	int running;            /* atomic */
+	bool in_round;          /* sources are being iterated */
+	bool pending_removal;
+
+	struct evd_source **src;
+	uint32_t n_src, cap_src;
+	uint32_t n_poll_only;
+
+	struct evd__timers timers;
+
+	/* policy input */
+	uint64_t last_event_ns;
+	uint64_t idle_rounds;
+	uint32_t last_burst;
+
+	/* time accounting */
+	uint64_t mode_mark_ns;
+	uint32_t mode;
+
+	uint64_t rounds;
+	uint64_t cpu_last;  /* thread CPU clock at the last sample, 0: none */
+
+	struct evd_loop_stats stats;      /* written by the loop thread only */
+	struct evd_loop_stats stats_base; /* baseline from the last reset */
+};
+
+static inline uint64_t
+evd__now(const struct evd_loop *loop)
+{
+	return loop->clock.now_ns(loop->clock.arg);
+}
+
+uint64_t evd__monotonic_ns(void *arg);
+
+#endif /* EVD_PRIVATE_H */

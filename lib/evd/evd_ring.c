@@ -1,0 +1,260 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The software event ring: the kDAPL pending-event queue, lock-free.
+ *
+ * Multi-producer, single-consumer, bounded. Each slot carries a sequence
+ * number (seq == pos: free for the lap of pos; seq == pos + 1: holds the
+ * event of pos), so producers claim slots with one CAS on head and publish
+ * them in any order, and the consumer never reads a half-written event.
+ *
+ * The doorbell is an eventfd written only when the consumer is armed. The
+ * consumer stores armed = 1, fences, then re-polls (the loop does that);
+ * a producer publishes, fences, then loads armed. With full fences on both
+ * sides at least one of them sees the other: either the re-poll finds the
+ * event, or the producer rings. Without the fences both could read stale
+ * values and the consumer would sleep on a non-empty ring.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <rte_common.h>
+
+#include "evd_private.h"
+
+#define RING_MAX_SIZE (1u << 24)
+#define RING_MAX_BURST 256
+
+struct ring_slot {
+	uint64_t seq;
+	struct evd_event ev;
+};
+
+struct evd_ring {
+	struct evd_source src;
+	uint32_t size;
+	uint32_t mask;
+	int efd;
+	struct ring_slot *slots;
+	uint64_t __rte_cache_aligned head; /* producers: next position to claim */
+	uint32_t __rte_cache_aligned armed; /* consumer sets, one producer clears */
+	uint64_t __rte_cache_aligned tail; /* consumer: next position to take */
+};
+
+static const struct evd_source_ops ring_ops;
+
+static inline struct evd_ring *
+to_ring(struct evd_source *s)
+{
+	return (struct evd_ring *)s;
+}
+
+static int
+ring_poll(struct evd_source *s, uint16_t budget)
+{
+	struct evd_ring *r = to_ring(s);
+	struct evd_event burst[RING_MAX_BURST];
+	uint64_t t = r->tail;
+	uint16_t n = 0;
+
+	if (budget > RING_MAX_BURST)
+		budget = RING_MAX_BURST;
+	while (n < budget) {
+		struct ring_slot *sl = &r->slots[t & r->mask];
+
+		if (__atomic_load_n(&sl->seq, __ATOMIC_ACQUIRE) != t + 1)
+			break;
+		burst[n++] = sl->ev;
+		/* Free the slot for the next lap before running the handler,
+		 * so producers can post while it runs. */
+		__atomic_store_n(&sl->seq, t + r->size, __ATOMIC_RELEASE);
+		t++;
+	}
+	if (n == 0)
+		return 0;
+	__atomic_store_n(&r->tail, t, __ATOMIC_RELAXED);
+	evd_source_deliver(s, burst, n);
+	return n;
+}
+
+static int
+ring_arm(struct evd_source *s)
+{
+	struct evd_ring *r = to_ring(s);
+
+	__atomic_store_n(&r->armed, 1, __ATOMIC_RELAXED);
+	/* Pairs with the fence in post_burst(): the loop's re-poll that
+	 * follows must not be ordered before the store of armed. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return 0;
+}
+
+static int
+ring_disarm(struct evd_source *s)
+{
+	__atomic_store_n(&to_ring(s)->armed, 0, __ATOMIC_RELAXED);
+	return 0;
+}
+
+static int
+ring_fd(const struct evd_source *s)
+{
+	return ((const struct evd_ring *)s)->efd;
+}
+
+static int
+ring_ack(struct evd_source *s)
+{
+	uint64_t v;
+
+	if (read(to_ring(s)->efd, &v, sizeof(v)) < 0)
+		return -errno;
+	return 0;
+}
+
+static void
+ring_close(struct evd_source *s)
+{
+	struct evd_ring *r = to_ring(s);
+
+	close(r->efd);
+	free(r->slots);
+	free(r);
+}
+
+static const struct evd_source_ops ring_ops = {
+	.kind = "ring",
+	.poll = ring_poll,
+	.arm = ring_arm,
+	.disarm = ring_disarm,
+	.fd = ring_fd,
+	.ack = ring_ack,
+	.close = ring_close,
+};
+
+int
+evd_ring_create(const char *name, uint32_t size, evd_handler_t handler, void *arg,
+		struct evd_source **out)
+{
+	struct evd_ring *r;
+	uint32_t sz;
+	int rc;
+
+	if (out == NULL)
+		return -EINVAL;
+	*out = NULL;
+	if (handler == NULL || size < 2 || size > RING_MAX_SIZE) {
+		EVD_LOG(ERR, "ring %s: size %u out of range 2..%u or no handler",
+			name ? name : "", size, RING_MAX_SIZE);
+		return -EINVAL;
+	}
+	sz = rte_align32pow2(size);
+	r = aligned_alloc(RTE_CACHE_LINE_SIZE, RTE_ALIGN_CEIL(sizeof(*r), RTE_CACHE_LINE_SIZE));
+	if (r == NULL)
+		return -ENOMEM;
+	memset(r, 0, sizeof(*r));
+	rc = evd_source_init(&r->src, &ring_ops, name, handler, arg);
+	if (rc < 0) {
+		free(r);
+		return rc;
+	}
+	r->slots = calloc(sz, sizeof(*r->slots));
+	if (r->slots == NULL) {
+		free(r);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < sz; i++)
+		r->slots[i].seq = i;
+	r->size = sz;
+	r->mask = sz - 1;
+	r->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (r->efd < 0) {
+		rc = -errno;
+		free(r->slots);
+		free(r);
+		return rc;
+	}
+	*out = &r->src;
+	return 0;
+}
+
+int
+evd_ring_post_burst(struct evd_source *s, const struct evd_event *ev, unsigned int n)
+{
+	struct evd_ring *r;
+	uint64_t pos;
+	uint32_t k;
+
+	if (unlikely(s == NULL || s->ops != &ring_ops || (ev == NULL && n > 0)))
+		return -EINVAL;
+	if (unlikely(n == 0))
+		return 0;
+	r = to_ring(s);
+	pos = __atomic_load_n(&r->head, __ATOMIC_RELAXED);
+	for (;;) {
+		uint64_t seq = 0;
+
+		/* How many slots from pos on are free for this lap? Slots are
+		 * freed in order, so the count is a prefix. */
+		for (k = 0; k < n; k++) {
+			seq = __atomic_load_n(&r->slots[(pos + k) & r->mask].seq, __ATOMIC_ACQUIRE);
+			if (seq != pos + k)
+				break;
+		}
+		if (k == 0) {
+			if ((int64_t)(seq - pos) < 0) {
+				/* Still holds the event of the previous lap: full. */
+				__atomic_fetch_add(&s->stats.full, 1, __ATOMIC_RELAXED);
+				return -ENOBUFS;
+			}
+			pos = __atomic_load_n(&r->head, __ATOMIC_RELAXED); /* claimed by another */
+			continue;
+		}
+		if (__atomic_compare_exchange_n(&r->head, &pos, pos + k, true, __ATOMIC_RELAXED,
+						__ATOMIC_RELAXED))
+			break;
+	}
+	for (uint32_t i = 0; i < k; i++) {
+		struct ring_slot *sl = &r->slots[(pos + i) & r->mask];
+
+		sl->ev = ev[i];
+		__atomic_store_n(&sl->seq, pos + i + 1, __ATOMIC_RELEASE);
+	}
+	if (k < n)
+		__atomic_fetch_add(&s->stats.full, 1, __ATOMIC_RELAXED);
+	/* Dekker with ring_arm(): publish, fence, then look at armed. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&r->armed, __ATOMIC_RELAXED) &&
+	    __atomic_exchange_n(&r->armed, 0, __ATOMIC_ACQ_REL)) {
+		uint64_t one = 1;
+
+		/* An eventfd write fails only on counter overflow; the
+		 * consumer is woken all the same since the fd is readable. */
+		if (write(r->efd, &one, sizeof(one)) < 0)
+			return (int)k;
+	}
+	return (int)k;
+}
+
+int
+evd_ring_post(struct evd_source *s, const struct evd_event *ev)
+{
+	int rc = evd_ring_post_burst(s, ev, 1);
+
+	return rc < 0 ? rc : 0;
+}
+
+unsigned int
+evd_ring_count(const struct evd_source *s)
+{
+	const struct evd_ring *r = (const struct evd_ring *)s;
+
+	if (s == NULL || s->ops != &ring_ops)
+		return 0;
+	uint64_t t = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE); /* tail first: never past head */
+	uint64_t h = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
+
+	return (unsigned int)(h - t);
+}

@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef EVD_SOURCE_H
+#define EVD_SOURCE_H
+
+/**
+ * @file
+ * The driver SDK: how a completion source plugs into an evd loop.
+ *
+ * A driver embeds struct evd_source in its own object, fills an ops table
+ * with designated initializers, calls evd_source_init() and hands the source
+ * to the application. The loop calls the ops on its own thread only, so a
+ * driver needs no locking between ops of one source.
+ *
+ * Contract of each op, in the order the arm protocol calls them:
+ * - poll (required): take up to @p budget completions, lock-free, and hand
+ *   them to the handler with evd_source_deliver(). Return the count handed
+ *   over (>= 0) or a negative errno.
+ * - arm (optional): request a notification on fd() for completions that
+ *   arrive after this call. It may also fire for completions already queued
+ *   ("considerate" hardware), the loop does not rely on it: it re-polls after
+ *   arming. Return 0, or a negative errno (-ENOTSUP: the fd is always armed).
+ * - fd (optional): the notification fd, stable while registered; a source
+ *   without fd is poll-only and bounds the loop's sleeps.
+ * - ack (optional): consume exactly one readiness of fd() after a wakeup
+ *   (read the eventfd, ibv_get_cq_event + batched ack, ...). Return 0,
+ *   -EAGAIN if nothing was pending, or a negative errno.
+ * - disarm (optional): stop notifications after a wakeup or a re-poll hit.
+ * - close (optional): release the driver's resources; called once by
+ *   evd_source_destroy() when the source is on no loop.
+ *
+ * An fd whose readiness is level-triggered by its own content (a socket)
+ * needs neither arm nor ack: leave them NULL.
+ */
+
+#include <stdint.h>
+#include <sys/epoll.h>
+
+#include "evd.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Operations of a source. Missing optional ops mean "not supported". */
+struct evd_source_ops {
+	const char *kind; /**< Short driver name for logs ("ring", "fd", "ibv_cq", ...). */
+	int (*poll)(struct evd_source *src, uint16_t budget);
+	int (*arm)(struct evd_source *src);
+	int (*disarm)(struct evd_source *src);
+	int (*fd)(const struct evd_source *src);
+	int (*ack)(struct evd_source *src);
+	void (*close)(struct evd_source *src);
+};
+
+/**
+ * The common part of every source. Drivers embed it and set it up with
+ * evd_source_init(); the fields below the line are the loop's.
+ */
+struct evd_source {
+	const struct evd_source_ops *ops;
+	evd_handler_t handler;
+	void *handler_arg;
+	char name[EVD_NAME_MAX];
+	uint32_t epoll_events; /**< Events to watch on fd() (EPOLLIN if 0). */
+	/* ---- owned by the loop ---- */
+	struct evd_loop *loop;
+	uint32_t index;        /**< Slot in the loop's source table. */
+	uint8_t armed;         /**< 1: armed by its arm op; 2: always armed (level fd). */
+	uint8_t woken;         /**< Its fd was ready in the last wake. */
+	uint8_t removing;      /**< Removal requested from a handler. */
+	uint8_t has_fd;
+	int notify_fd;
+	uint64_t events_at_sleep; /**< stats.events when the loop last went to sleep. */
+	struct evd_source_stats stats;      /**< Written by the loop thread (and by producers for `full`). */
+	struct evd_source_stats stats_base; /**< Baseline recorded by a reset. */
+};
+
+/**
+ * Initialise the common part of a driver's source.
+ * @return 0; -EINVAL if @p ops, its poll op, or @p handler is NULL.
+ */
+int evd_source_init(struct evd_source *src, const struct evd_source_ops *ops, const char *name,
+		    evd_handler_t handler, void *arg);
+
+/**
+ * Hand a burst to the source's handler. Called by a driver's poll op; the
+ * loop counts completions from the op's return value.
+ */
+static inline void
+evd_source_deliver(struct evd_source *src, void *burst, uint16_t n)
+{
+	src->handler(src, burst, n, src->handler_arg);
+}
+
+/** Report an asynchronous error of a source (device event, CQ error) to its loop. */
+void evd_source_report_error(struct evd_source *src, int err);
+
+/** Increment a counter that only the loop thread writes; readable from any thread. */
+#define EVD_STAT_ADD(field, n) \
+	__atomic_store_n(&(field), (field) + (n), __ATOMIC_RELAXED)
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* EVD_SOURCE_H */
