@@ -707,7 +707,8 @@ evd_loop_run(struct evd_loop *loop)
 					 __ATOMIC_RELAXED))
 		return -EBUSY;
 	loop->cpu_last = thread_cpu_ns();
-	set_mode(loop, EVD_MODE_POLL, evd__now(loop));
+	/* time between runs is nobody's: start the mode clock afresh */
+	loop->mode_mark_ns = evd__now(loop);
 	do {
 		rc = evd_loop_step(loop);
 	} while (rc >= 0);

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Tiny test harness: CHECK aborts the test program with the failing line. */
+#ifndef EVD_TEST_H
+#define EVD_TEST_H
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define CHECK(cond)                                                                       \
+	do {                                                                              \
+		if (!(cond)) {                                                            \
+			fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);   \
+			exit(1);                                                          \
+		}                                                                         \
+	} while (0)
+
+#define CHECK_EQ(a, b)                                                                    \
+	do {                                                                              \
+		long long _a = (long long)(a), _b = (long long)(b);                       \
+		if (_a != _b) {                                                           \
+			fprintf(stderr, "FAIL %s:%d: %s == %s (%lld != %lld)\n", __FILE__,  \
+				__LINE__, #a, #b, _a, _b);                                \
+			exit(1);                                                          \
+		}                                                                         \
+	} while (0)
+
+#define TEST(fn)                                                                          \
+	do {                                                                              \
+		printf("# %s\n", #fn);                                                    \
+		fflush(stdout);                                                           \
+		fn();                                                                     \
+		printf("ok %s\n", #fn);                                                   \
+	} while (0)
+
+static inline uint64_t
+test_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline void
+test_sleep_us(uint64_t us)
+{
+	struct timespec ts = { .tv_sec = (time_t)(us / 1000000), .tv_nsec = (long)(us % 1000000) * 1000 };
+
+	nanosleep(&ts, NULL);
+}
+
+/* A virtual clock (SPDK style): tests move it by hand. */
+struct vclock {
+	uint64_t now;
+};
+
+static inline uint64_t
+vclock_now(void *arg)
+{
+	return __atomic_load_n(&((struct vclock *)arg)->now, __ATOMIC_RELAXED);
+}
+
+static inline void
+vclock_advance(struct vclock *c, uint64_t ns)
+{
+	__atomic_fetch_add(&c->now, ns, __ATOMIC_RELAXED);
+}
+
+#endif

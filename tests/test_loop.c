@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Unit tests of the loop: registration, poll-only bound, removal, errors. */
+#include <evd.h>
+#include <evd_source.h>
+
+#include "evd_test.h"
+#include "strict_source.h"
+
+static void
+nop(struct evd_source *s, void *b, uint16_t n, void *a)
+{
+	(void)s; (void)b; (void)n; (void)a;
+}
+
+/* A poll-only source: a counter, no fd. */
+struct counter_source {
+	struct evd_source src;
+	uint64_t items;
+	int fail;
+};
+
+static int
+counter_poll(struct evd_source *src, uint16_t budget)
+{
+	struct counter_source *c = (struct counter_source *)src;
+	uint64_t n = __atomic_exchange_n(&c->items, 0, __ATOMIC_ACQ_REL);
+
+	(void)budget;
+	if (c->fail)
+		return -EIO;
+	if (n)
+		evd_source_deliver(src, NULL, (uint16_t)n);
+	return (int)n;
+}
+
+static const struct evd_source_ops counter_ops = { .kind = "counter", .poll = counter_poll };
+static const struct evd_source_ops no_poll_ops = { .kind = "broken" };
+
+static void
+test_create_and_add_errors(void)
+{
+	struct evd_loop_conf conf = { .name = "0123456789012345678901234567890123456789" };
+	struct evd_loop *loop = (void *)1;
+	struct counter_source c;
+	struct evd_source bad;
+
+	CHECK_EQ(evd_loop_create(&conf, &loop), -EINVAL);
+	CHECK(loop == NULL);
+	CHECK_EQ(evd_loop_create(NULL, NULL), -EINVAL);
+	conf.name = "ok";
+	conf.burst = 1000;
+	CHECK_EQ(evd_loop_create(&conf, &loop), -EINVAL);
+	CHECK_EQ(evd_loop_create(NULL, &loop), 0);
+	CHECK_EQ(strcmp(evd_loop_name(loop), "evd"), 0);
+	CHECK_EQ(strcmp(evd_loop_policy_name(loop), "adaptive"), 0);
+
+	/* a source without a poll op is refused at registration */
+	CHECK_EQ(evd_source_init(&bad, &no_poll_ops, "bad", nop, NULL), -EINVAL);
+	memset(&bad, 0, sizeof(bad));
+	bad.ops = &no_poll_ops;
+	bad.handler = nop;
+	CHECK_EQ(evd_loop_add(loop, &bad), -EINVAL);
+	CHECK_EQ(evd_loop_add(loop, NULL), -EINVAL);
+
+	CHECK_EQ(evd_source_init(&c.src, &counter_ops, "c", nop, NULL), 0);
+	CHECK_EQ(evd_loop_add(loop, &c.src), 0);
+	CHECK_EQ(evd_loop_add(loop, &c.src), -EINVAL); /* already on a loop */
+	CHECK_EQ(evd_loop_remove(loop, &c.src), 0);
+	CHECK_EQ(evd_loop_remove(loop, &c.src), -EINVAL);
+	CHECK_EQ(evd_loop_destroy(loop), 0);
+}
+
+/* While a poll-only source is registered, a sleep is bounded by
+ * poll_only_bound_us (1 ms) even though max_sleep_us is 10 s. The 5 s check
+ * is liveness (5000 times the bound), not timing. */
+static void
+test_poll_only_bound(void)
+{
+	struct evd_loop_conf conf = {
+		.policy = "intr", .max_sleep_us = 10 * 1000 * 1000, .poll_only_bound_us = 1000,
+	};
+	struct evd_loop *loop;
+	struct evd_loop_stats st;
+	struct counter_source c = { 0 };
+	struct evd_source *ring;
+	uint64_t t0;
+
+	CHECK_EQ(evd_loop_create(&conf, &loop), 0);
+	CHECK_EQ(evd_ring_create("ring", 16, nop, NULL, &ring), 0);
+	CHECK_EQ(evd_loop_add(loop, ring), 0);
+	CHECK_EQ(evd_source_init(&c.src, &counter_ops, "c", nop, NULL), 0);
+	CHECK_EQ(evd_loop_add(loop, &c.src), 0);
+	t0 = test_now_ns();
+	for (int i = 0; i < 20; i++)
+		CHECK_EQ(evd_loop_step(loop), 0);
+	CHECK(test_now_ns() - t0 < 5ull * 1000 * 1000 * 1000);
+	CHECK_EQ(evd_loop_stats_get(loop, &st), 0);
+	CHECK_EQ(st.sleeps, 20);
+	CHECK_EQ(st.sleep_timeouts, 20);
+	CHECK_EQ(st.lost_wakeups, 0);
+	/* an item in the poll-only source is found after the bounded sleep,
+	 * and that is not a lost wakeup: it never promised one */
+	c.items = 3;
+	CHECK_EQ(evd_loop_step(loop), 3);
+	CHECK_EQ(evd_loop_stats_get(loop, &st), 0);
+	CHECK_EQ(st.lost_wakeups, 0);
+	CHECK_EQ(evd_loop_remove(loop, &c.src), 0);
+	CHECK_EQ(evd_loop_remove(loop, ring), 0);
+	CHECK_EQ(evd_source_destroy(ring), 0);
+	CHECK_EQ(evd_loop_destroy(loop), 0);
+}
+
+struct remover {
+	struct evd_loop *loop;
+	struct evd_source *victim;
+	uint64_t calls;
+};
+
+static void
+remove_in_handler(struct evd_source *s, void *b, uint16_t n, void *a)
+{
+	struct remover *r = a;
+
+	(void)s;
+	(void)b;
+	r->calls += n;
+	CHECK_EQ(evd_loop_remove(r->loop, r->victim), 0);
+}
+
+/* A handler may remove sources (its own, or another) during a round; the
+ * removed source is not polled again and its pending notification is
+ * consumed. */
+static void
+test_remove_from_handler(void)
+{
+	struct evd_loop_conf conf = { .policy = "poll" };
+	struct evd_loop *loop;
+	struct evd_source *a, *b;
+	struct remover ra, rb;
+	struct evd_event ev = { 0 };
+	struct evd_source_stats sb;
+
+	CHECK_EQ(evd_loop_create(&conf, &loop), 0);
+	CHECK_EQ(evd_ring_create("a", 16, remove_in_handler, &ra, &a), 0);
+	CHECK_EQ(evd_ring_create("b", 16, remove_in_handler, &rb, &b), 0);
+	ra = (struct remover){ loop, b, 0 };
+	rb = (struct remover){ loop, b, 0 };
+	CHECK_EQ(evd_loop_add(loop, a), 0);
+	CHECK_EQ(evd_loop_add(loop, b), 0);
+	CHECK_EQ(evd_ring_post(a, &ev), 0);
+	CHECK_EQ(evd_ring_post(b, &ev), 0);
+	CHECK_EQ(b->ops->arm(b), 0); /* leave a notification pending on b */
+	ev.u64 = 2;
+	CHECK_EQ(evd_ring_post(b, &ev), 0);
+	CHECK_EQ(evd_loop_step(loop), 1); /* a's handler removes b before b is polled */
+	CHECK_EQ(ra.calls, 1);
+	CHECK_EQ(rb.calls, 0);
+	CHECK(b->loop == NULL);
+	CHECK_EQ(b->ops->ack(b), -EAGAIN); /* the doorbell was consumed on removal */
+	CHECK_EQ(evd_source_stats_get(b, &sb), 0);
+	CHECK_EQ(sb.polls, 0);
+	CHECK_EQ(evd_ring_count(b), 2); /* nothing dropped: still in the ring */
+	ra.victim = a;                  /* now a removes itself */
+	CHECK_EQ(evd_ring_post(a, &ev), 0);
+	CHECK_EQ(evd_loop_step(loop), 1);
+	CHECK(a->loop == NULL);
+	CHECK_EQ(evd_loop_destroy(loop), 0);
+	CHECK_EQ(evd_source_destroy(a), 0);
+	CHECK_EQ(evd_source_destroy(b), 0);
+}
+
+struct errs {
+	int n;
+	int last;
+	struct evd_source *src;
+};
+
+static void
+on_error(struct evd_loop *loop, struct evd_source *src, int err, void *arg)
+{
+	struct errs *e = arg;
+
+	(void)loop;
+	e->n++;
+	e->last = err;
+	e->src = src;
+}
+
+/* A failing source is reported through on_error and the stats; the loop
+ * goes on serving the others. */
+static void
+test_error_callback(void)
+{
+	struct errs e = { 0 };
+	struct evd_loop_conf conf = { .policy = "poll", .on_error = on_error, .on_error_arg = &e };
+	struct evd_loop *loop;
+	struct counter_source bad = { 0 }, good = { 0 };
+	struct evd_loop_stats st;
+	struct evd_source_stats ss;
+
+	CHECK_EQ(evd_loop_create(&conf, &loop), 0);
+	CHECK_EQ(evd_source_init(&bad.src, &counter_ops, "bad", nop, NULL), 0);
+	CHECK_EQ(evd_source_init(&good.src, &counter_ops, "good", nop, NULL), 0);
+	bad.fail = 1;
+	good.items = 5;
+	CHECK_EQ(evd_loop_add(loop, &bad.src), 0);
+	CHECK_EQ(evd_loop_add(loop, &good.src), 0);
+	CHECK_EQ(evd_loop_step(loop), 5);
+	CHECK_EQ(e.n, 1);
+	CHECK_EQ(e.last, -EIO);
+	CHECK(e.src == &bad.src);
+	CHECK_EQ(evd_loop_stats_get(loop, &st), 0);
+	CHECK_EQ(st.errors, 1);
+	CHECK_EQ(evd_source_stats_get(&bad.src, &ss), 0);
+	CHECK_EQ(ss.errors, 1);
+	evd_source_report_error(&good.src, -ENODEV);
+	CHECK_EQ(e.n, 2);
+	CHECK_EQ(e.last, -ENODEV);
+	CHECK_EQ(evd_loop_remove(loop, &bad.src), 0);
+	CHECK_EQ(evd_loop_remove(loop, &good.src), 0);
+	CHECK_EQ(evd_loop_destroy(loop), 0);
+}
+
+int
+main(void)
+{
+	TEST(test_create_and_add_errors);
+	TEST(test_poll_only_bound);
+	TEST(test_remove_from_handler);
+	TEST(test_error_callback);
+	return 0;
+}

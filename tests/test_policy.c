@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Unit tests of policy specs, the built-ins' decisions and user policies. */
+#include <stdio.h>
+
+#include <rte_log.h>
+
+#include <evd.h>
+#include <evd_policy.h>
+
+#include "evd_test.h"
+
+static char logbuf[8192];
+static FILE *logf_;
+
+static void
+log_capture(void)
+{
+	memset(logbuf, 0, sizeof(logbuf));
+	logf_ = fmemopen(logbuf, sizeof(logbuf) - 1, "w");
+	CHECK(logf_ != NULL);
+	setvbuf(logf_, NULL, _IONBF, 0);
+	rte_openlog_stream(logf_);
+}
+
+static void
+log_release(void)
+{
+	rte_openlog_stream(NULL);
+	fclose(logf_);
+}
+
+/* Each bad spec is refused with the right error, and the log names what
+ * was wrong. */
+static void
+test_spec_errors(void)
+{
+	static const struct {
+		const char *spec;
+		int rc;
+		const char *logged;
+	} bad[] = {
+		{ "", -EINVAL, "empty" },
+		{ "adaptive:", -EINVAL, "nothing after" },
+		{ "adaptive:foo=1", -EINVAL, "'foo'" },
+		{ "adaptive:budget_us=x", -EINVAL, "'budget_us'" },
+		{ "adaptive:budget_us=", -EINVAL, "'budget_us'" },
+		{ "adaptive:budget_us=-1", -EINVAL, "'budget_us'" },
+		{ "adaptive:budget_us=99999999999999999999999", -EINVAL, "'budget_us'" },
+		{ "adaptive:budget_us=2000000", -EINVAL, "budget_us" },
+		{ "adaptive:budget_us=1,budget_us=2", -EINVAL, "given twice" },
+		{ "adaptive:budget_us=10,spin_us=20", -EINVAL, "spin_us" },
+		{ "adaptive:budget_us", -EINVAL, "'budget_us' has no value" },
+		{ "adaptive:budget_us=1,,spin_us=1", -EINVAL, "empty key" },
+		{ "adaptive:pause_ns=0", -EINVAL, "pause_ns" },
+		{ "adaptive:Budget=1", -EINVAL, "'Budget'" },
+		{ "poll:x=1", -EINVAL, "'x'" },
+		{ "intr:budget_us=1", -EINVAL, "'budget_us'" },
+		{ "Adaptive", -EINVAL, "bad policy name" },
+		{ "nosuch", -ENOENT, "'nosuch'" },
+		{ "nosuch:a=1", -ENOENT, "'nosuch'" },
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct evd_loop_conf conf = { .policy = bad[i].spec };
+		struct evd_loop *loop = (void *)1;
+		int rc;
+
+		log_capture();
+		rc = evd_policy_validate(bad[i].spec);
+		log_release();
+		if (rc != bad[i].rc || strstr(logbuf, bad[i].logged) == NULL) {
+			fprintf(stderr, "spec '%s': rc %d (want %d), log: %s\n", bad[i].spec, rc,
+				bad[i].rc, logbuf);
+			CHECK(0);
+		}
+		CHECK_EQ(evd_loop_create(&conf, &loop), bad[i].rc);
+		CHECK(loop == NULL);
+	}
+	CHECK_EQ(evd_policy_validate(NULL), -EINVAL);
+}
+
+static void
+test_spec_ok(void)
+{
+	static const char *good[] = {
+		"adaptive", "poll", "intr", "adaptive:budget_us=50",
+		"adaptive:budget_us=50,spin_us=10,pause_ns=500", "adaptive:budget_us=0",
+	};
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		struct evd_loop_conf conf = { .policy = good[i] };
+		struct evd_loop *loop;
+
+		CHECK_EQ(evd_policy_validate(good[i]), 0);
+		CHECK_EQ(evd_loop_create(&conf, &loop), 0);
+		CHECK(strncmp(evd_loop_policy_name(loop), good[i], strlen(evd_loop_policy_name(loop))) == 0);
+		CHECK_EQ(evd_loop_destroy(loop), 0);
+	}
+}
+
+static void
+nop(struct evd_source *s, void *b, uint16_t n, void *a)
+{
+	(void)s; (void)b; (void)n; (void)a;
+}
+
+/* adaptive:budget_us=100,spin_us=40 on a virtual clock: poll for 40 us
+ * after the last event, pause until 100 us, then sleep. */
+static void
+test_adaptive_decisions(void)
+{
+	struct vclock vc = { .now = 1000000 };
+	struct evd_clock clk = { vclock_now, &vc };
+	struct evd_loop_conf conf = {
+		.policy = "adaptive:budget_us=100,spin_us=40",
+		.clock = &clk,
+		.max_sleep_us = 1000,
+	};
+	struct evd_event ev = { 0 };
+	struct evd_loop_stats st;
+	struct evd_loop *loop;
+	struct evd_source *r;
+
+	CHECK_EQ(evd_loop_create(&conf, &loop), 0);
+	CHECK_EQ(evd_ring_create("r", 16, nop, NULL, &r), 0);
+	CHECK_EQ(evd_loop_add(loop, r), 0);
+	CHECK_EQ(evd_ring_post(r, &ev), 0);
+	CHECK_EQ(evd_loop_step(loop), 1);   /* the last event: idle starts now */
+
+	vclock_advance(&vc, 39000);
+	CHECK_EQ(evd_loop_step(loop), 0);
+	CHECK_EQ(evd_loop_stats_get(loop, &st), 0);
+	CHECK_EQ(st.pauses, 0);
+	CHECK_EQ(st.sleeps, 0);
+	CHECK_EQ(st.mode, EVD_MODE_POLL);
+
+	vclock_advance(&vc, 2000);           /* 41 us */
+	CHECK_EQ(evd_loop_step(loop), 0);
+	CHECK_EQ(evd_loop_stats_get(loop, &st), 0);
+	CHECK_EQ(st.pauses, 1);
+	CHECK_EQ(st.sleeps, 0);
+	CHECK_EQ(st.mode, EVD_MODE_PAUSE);
+
+	vclock_advance(&vc, 58000);          /* 99 us */
+	CHECK_EQ(evd_loop_step(loop), 0);
+	CHECK_EQ(evd_loop_stats_get(loop, &st), 0);
+	CHECK_EQ(st.pauses, 2);
+	CHECK_EQ(st.sleeps, 0);
+
+	vclock_advance(&vc, 2000);           /* 101 us: arm, re-poll, sleep 1 ms */
+	CHECK_EQ(evd_loop_step(loop), 0);
+	CHECK_EQ(evd_loop_stats_get(loop, &st), 0);
+	CHECK_EQ(st.sleeps, 1);
+	CHECK_EQ(st.arms, 1);
+	CHECK_EQ(st.sleep_timeouts, 1);
+
+	/* an event resets the idle clock: back to polling */
+	CHECK_EQ(evd_ring_post(r, &ev), 0);
+	CHECK_EQ(evd_loop_step(loop), 1);
+	vclock_advance(&vc, 1000);
+	CHECK_EQ(evd_loop_step(loop), 0);
+	CHECK_EQ(evd_loop_stats_get(loop, &st), 0);
+	CHECK_EQ(st.sleeps, 1);
+	CHECK_EQ(st.mode, EVD_MODE_POLL);
+	CHECK_EQ(st.mode_switches, 3); /* poll, pause, sleep, poll */
+
+	CHECK_EQ(evd_loop_remove(loop, r), 0);
+	CHECK_EQ(evd_source_destroy(r), 0);
+	CHECK_EQ(evd_loop_destroy(loop), 0);
+}
+
+/* The calibrated default: the budget is the measured sleep-and-wake cost. */
+static void
+test_calibration(void)
+{
+	const struct evd_policy_env *env = evd_policy_env_get();
+
+	CHECK(env->sleep_wake_ns >= 2000);
+	CHECK(env->sleep_wake_ns <= 200000);
+	CHECK(evd_policy_env_get() == env);
+}
+
+/* ---- a user policy: sleep every other empty round ---- */
+
+struct every {
+	uint64_t k;
+	uint64_t decided;
+	uint64_t wakes;
+};
+
+static struct every *last_every;
+
+static int
+every_create(const struct evd_policy_param *p, unsigned int n, const struct evd_policy_env *env,
+	     void **state)
+{
+	struct every *e = calloc(1, sizeof(*e));
+
+	(void)env;
+	e->k = 2;
+	for (unsigned int i = 0; i < n; i++) {
+		if (strcmp(p[i].key, "k") != 0 || p[i].value == 0) {
+			free(e);
+			return -EINVAL;
+		}
+		e->k = p[i].value;
+	}
+	last_every = e;
+	*state = e;
+	return 0;
+}
+
+static void
+every_destroy(void *st)
+{
+	free(st);
+}
+
+static enum evd_action
+every_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
+{
+	struct every *e = st;
+
+	e->decided++;
+	*arg = 1000000; /* 1 ms */
+	return in->idle_rounds % e->k == 0 ? EVD_ACTION_SLEEP : EVD_ACTION_POLL;
+}
+
+static void
+every_wake(void *st, uint64_t now, uint64_t slept, enum evd_wake_reason why)
+{
+	(void)now;
+	(void)slept;
+	(void)why;
+	((struct every *)st)->wakes++;
+}
+
+static const struct evd_policy_ops every_ops = {
+	.name = "every",
+	.create = every_create,
+	.destroy = every_destroy,
+	.decide = every_decide,
+	.on_wake = every_wake,
+};
+
+static void
+test_user_policy(void)
+{
+	struct evd_loop_conf conf = { .policy = "every:k=3", .max_sleep_us = 100000 };
+	struct evd_loop_stats st;
+	struct evd_loop *loop;
+
+	CHECK_EQ(evd_loop_create(&conf, &loop), -ENOENT);
+	CHECK_EQ(evd_policy_register(&every_ops), 0);
+	CHECK_EQ(evd_policy_register(&every_ops), -EEXIST);
+	CHECK_EQ(evd_policy_register(NULL), -EINVAL);
+	CHECK_EQ(evd_loop_create(&conf, &loop), 0);
+	CHECK_EQ(strcmp(evd_loop_policy_name(loop), "every"), 0);
+	CHECK_EQ(last_every->k, 3);
+	for (int i = 0; i < 6; i++)
+		CHECK_EQ(evd_loop_step(loop), 0);
+	CHECK_EQ(evd_loop_stats_get(loop, &st), 0);
+	CHECK_EQ(last_every->decided, 6);
+	CHECK_EQ(st.sleeps, 2);      /* rounds 3 and 6 */
+	CHECK_EQ(last_every->wakes, 2);
+	CHECK_EQ(evd_loop_destroy(loop), 0);
+	conf.policy = "every:k=0";
+	CHECK_EQ(evd_loop_create(&conf, &loop), -EINVAL);
+}
+
+int
+main(void)
+{
+	TEST(test_spec_errors);
+	TEST(test_spec_ok);
+	TEST(test_adaptive_decisions);
+	TEST(test_calibration);
+	TEST(test_user_policy);
+	return 0;
+}

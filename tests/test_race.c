@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The lost-wakeup race, made to happen on purpose.
+ *
+ * A strict source gets an item exactly between the loop's last empty poll
+ * and its arm. No notification will ever come for it. The loop must find it
+ * with the re-poll after arming: repoll_hits rises, no sleep times out.
+ * The companion drives the same source by hand without the re-poll and shows
+ * the item stranded until the timeout, so the first test can fail.
+ */
+#include <poll.h>
+#include <pthread.h>
+
+#include <evd.h>
+#include <evd_source.h>
+
+#include "evd_test.h"
+#include "strict_source.h"
+
+static struct evd_loop *
+make_loop(uint32_t max_sleep_us)
+{
+	struct evd_loop_conf conf = { .name = "race", .policy = "intr", .max_sleep_us = max_sleep_us };
+	struct evd_loop *loop;
+
+	CHECK_EQ(evd_loop_create(&conf, &loop), 0);
+	return loop;
+}
+
+/* The loop's re-poll catches the item that landed before the arm. */
+static void
+test_repoll_catches_item_before_arm(void)
+{
+	struct evd_loop *loop = make_loop(5 * 1000 * 1000); /* 5 s: a timeout would be obvious */
+	struct evd_loop_stats st;
+	struct evd_source_stats ss;
+	struct strict_source s;
+
+	CHECK_EQ(strict_source_init(&s, "strict"), 0);
+	CHECK_EQ(evd_loop_add(loop, &s.src), 0);
+	s.inject_at_arm = 1;
+	/* poll: empty; intr says sleep; arm (the item lands first); re-poll */
+	CHECK_EQ(evd_loop_step(loop), 1);
+	CHECK_EQ(s.delivered, 1);
+	CHECK_EQ(s.notified, 0); /* strict: the arm raised nothing for it */
+	CHECK_EQ(evd_loop_stats_get(loop, &st), 0);
+	CHECK_EQ(st.repoll_hits, 1);
+	CHECK_EQ(st.sleeps, 0);
+	CHECK_EQ(st.sleep_timeouts, 0);
+	CHECK_EQ(st.lost_wakeups, 0);
+	CHECK_EQ(evd_source_stats_get(&s.src, &ss), 0);
+	CHECK_EQ(ss.repoll_hits, 1);
+	CHECK_EQ(ss.arms, 1);
+	CHECK_EQ(evd_loop_remove(loop, &s.src), 0);
+	CHECK_EQ(evd_loop_destroy(loop), 0);
+	strict_source_fini(&s);
+}
+
+/* Without the re-poll (by hand, the bug of hand-written loops), the same
+ * item waits until the wait times out. */
+static void
+test_without_repoll_item_waits_for_timeout(void)
+{
+	struct strict_source s;
+	struct pollfd p;
+
+	CHECK_EQ(strict_source_init(&s, "strict"), 0);
+	CHECK_EQ(s.src.ops->poll(&s.src, 32), 0); /* last empty poll */
+	s.inject_at_arm = 1;
+	CHECK_EQ(s.src.ops->arm(&s.src), 0);      /* the item lands, then the arm */
+	p.fd = s.src.ops->fd(&s.src);
+	p.events = POLLIN;
+	CHECK_EQ(poll(&p, 1, 200), 0);            /* sleep: only the timeout ends it */
+	CHECK_EQ(s.notified, 0);
+	CHECK_EQ(s.src.ops->poll(&s.src, 32), 1); /* the stranded item */
+	strict_source_fini(&s);
+}
+
+struct adder {
+	struct evd_loop *loop;
+	struct strict_source *s;
+};
+
+/* Waits until the loop sleeps, then adds one item. */
+static void *
+add_while_asleep(void *arg)
+{
+	struct adder *a = arg;
+	struct evd_loop_stats st;
+
+	do {
+		test_sleep_us(1000);
+		CHECK_EQ(evd_loop_stats_get(a->loop, &st), 0);
+	} while (st.sleeps == 0);
+	test_sleep_us(5000); /* it is in epoll_wait, or about to be */
+	strict_source_add(a->s, 1);
+	return NULL;
+}
+
+static void
+sleep_then_add(int never_notify, struct evd_loop_stats *st, struct strict_source *s)
+{
+	struct evd_loop *loop = make_loop(never_notify ? 300 * 1000 : 5 * 1000 * 1000);
+	struct adder a = { loop, s };
+	pthread_t th;
+
+	CHECK_EQ(strict_source_init(s, never_notify ? "broken" : "strict"), 0);
+	s->never_notify = never_notify;
+	CHECK_EQ(evd_loop_add(loop, &s->src), 0);
+	CHECK_EQ(pthread_create(&th, NULL, add_while_asleep, &a), 0);
+	CHECK_EQ(evd_loop_step(loop), 1); /* poll, arm, re-poll, wait, ack, poll */
+	pthread_join(th, NULL);
+	CHECK_EQ(evd_loop_stats_get(loop, st), 0);
+	CHECK_EQ(evd_loop_remove(loop, &s->src), 0);
+	CHECK_EQ(evd_loop_destroy(loop), 0);
+	strict_source_fini(s);
+}
+
+/* The normal path: the item added while armed raises one notification, the
+ * loop wakes on it and acknowledges it once. */
+static void
+test_wake_on_notification(void)
+{
+	struct evd_loop_stats st;
+	struct strict_source s;
+
+	sleep_then_add(0, &st, &s);
+	CHECK_EQ(st.sleeps, 1);
+	CHECK_EQ(st.wakeups, 1);
+	CHECK_EQ(st.sleep_timeouts, 0);
+	CHECK_EQ(st.lost_wakeups, 0);
+	CHECK_EQ(st.spurious_wakeups, 0);
+	CHECK_EQ(s.notified, 1);
+	CHECK_EQ(s.acked, 1);
+}
+
+/* The detector can fire: a source that never notifies leaves its item
+ * behind a timeout, and the loop counts a lost wakeup. */
+static void
+test_lost_wakeup_is_counted(void)
+{
+	struct evd_loop_stats st;
+	struct strict_source s;
+
+	sleep_then_add(1, &st, &s);
+	CHECK_EQ(st.sleeps, 1);
+	CHECK_EQ(st.sleep_timeouts, 1);
+	CHECK_EQ(st.lost_wakeups, 1);
+	CHECK_EQ(s.notified, 0);
+}
+
+int
+main(void)
+{
+	TEST(test_repoll_catches_item_before_arm);
+	TEST(test_without_repoll_item_waits_for_timeout);
+	TEST(test_wake_on_notification);
+	TEST(test_lost_wakeup_is_counted);
+	return 0;
+}

@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Unit tests of the software event ring. */
+#include <poll.h>
+#include <pthread.h>
+
+#include <evd.h>
+#include <evd_source.h>
+
+#include "evd_test.h"
+
+struct sink {
+	uint64_t n;
+	uint64_t last;
+	uint64_t out_of_order;
+	uint16_t max_burst;
+};
+
+static void
+sink_handler(struct evd_source *src, void *burst, uint16_t n, void *arg)
+{
+	struct sink *k = arg;
+	struct evd_event *ev = burst;
+
+	(void)src;
+	for (uint16_t i = 0; i < n; i++) {
+		if (ev[i].u64 != k->last + 1)
+			k->out_of_order++;
+		k->last = ev[i].u64;
+	}
+	k->n += n;
+	if (n > k->max_burst)
+		k->max_burst = n;
+}
+
+static bool
+readable(struct evd_source *r)
+{
+	struct pollfd p = { .fd = r->ops->fd(r), .events = POLLIN };
+
+	return poll(&p, 1, 0) == 1;
+}
+
+static void
+test_create_errors(void)
+{
+	struct evd_source *r = (void *)1;
+
+	CHECK_EQ(evd_ring_create("r", 0, sink_handler, NULL, &r), -EINVAL);
+	CHECK(r == NULL);
+	CHECK_EQ(evd_ring_create("r", 1, sink_handler, NULL, &r), -EINVAL);
+	CHECK_EQ(evd_ring_create("r", (1u << 24) + 1, sink_handler, NULL, &r), -EINVAL);
+	CHECK_EQ(evd_ring_create("r", 8, NULL, NULL, &r), -EINVAL);
+	CHECK_EQ(evd_ring_create("r", 8, sink_handler, NULL, NULL), -EINVAL);
+	CHECK_EQ(evd_ring_post(NULL, NULL), -EINVAL);
+}
+
+static void
+test_post_not_a_ring(void)
+{
+	struct evd_source *f;
+	struct evd_event ev = { 0 };
+
+	CHECK_EQ(evd_fd_create("fd", 0, 0, sink_handler, NULL, &f), 0);
+	CHECK_EQ(evd_ring_post(f, &ev), -EINVAL);
+	CHECK_EQ(evd_source_destroy(f), 0);
+}
+
+static void
+test_fifo_full_and_burst(void)
+{
+	struct evd_loop_conf conf = { .policy = "poll", .burst = 4 };
+	struct evd_loop *loop;
+	struct evd_source *r;
+	struct sink k = { 0 };
+	struct evd_event ev[8];
+	struct evd_source_stats ss;
+
+	CHECK_EQ(evd_loop_create(&conf, &loop), 0);
+	CHECK_EQ(evd_ring_create("r", 5, sink_handler, &k, &r), 0); /* rounds up to 8 */
+	CHECK_EQ(evd_loop_add(loop, r), 0);
+	for (int i = 0; i < 8; i++)
+		ev[i].u64 = (uint64_t)i + 1;
+	CHECK_EQ(evd_ring_post_burst(r, ev, 6), 6);
+	CHECK_EQ(evd_ring_count(r), 6);
+	CHECK_EQ(evd_ring_post_burst(r, ev + 6, 2), 2);
+	CHECK_EQ(evd_ring_count(r), 8);
+	/* full: refused, counted, nothing dropped */
+	CHECK_EQ(evd_ring_post(r, &ev[0]), -ENOBUFS);
+	CHECK_EQ(evd_source_stats_get(r, &ss), 0);
+	CHECK_EQ(ss.full, 1);
+	/* the loop takes at most its burst per poll */
+	CHECK_EQ(evd_loop_step(loop), 4);
+	CHECK_EQ(k.max_burst, 4);
+	/* partial burst: 4 free slots, 6 offered */
+	for (int i = 0; i < 6; i++)
+		ev[i].u64 = (uint64_t)i + 9;
+	CHECK_EQ(evd_ring_post_burst(r, ev, 6), 4);
+	CHECK_EQ(evd_source_stats_get(r, &ss), 0);
+	CHECK_EQ(ss.full, 2);
+	CHECK_EQ(evd_ring_post_burst(r, ev + 4, 2), -ENOBUFS);
+	while (evd_loop_step(loop) > 0)
+		;
+	CHECK_EQ(k.n, 12);
+	CHECK_EQ(k.last, 12);
+	CHECK_EQ(k.out_of_order, 0);
+	CHECK_EQ(evd_ring_count(r), 0);
+	CHECK_EQ(evd_source_destroy(r), -EBUSY);
+	CHECK_EQ(evd_loop_destroy(loop), -EBUSY);
+	CHECK_EQ(evd_loop_remove(loop, r), 0);
+	CHECK_EQ(evd_source_destroy(r), 0);
+	CHECK_EQ(evd_loop_destroy(loop), 0);
+}
+
+/* The doorbell is written only while the consumer is armed, once per arm. */
+static void
+test_doorbell_only_when_armed(void)
+{
+	struct evd_source *r;
+	struct sink k = { 0 };
+	struct evd_event ev = { .u64 = 1 };
+
+	CHECK_EQ(evd_ring_create("r", 16, sink_handler, &k, &r), 0);
+	CHECK_EQ(evd_ring_post(r, &ev), 0);
+	CHECK(!readable(r));
+	CHECK_EQ(r->ops->poll(r, 32), 1);
+	CHECK_EQ(r->ops->arm(r), 0);
+	CHECK(!readable(r)); /* arming an empty ring raises nothing */
+	ev.u64 = 2;
+	CHECK_EQ(evd_ring_post(r, &ev), 0);
+	CHECK(readable(r));
+	ev.u64 = 3;
+	CHECK_EQ(evd_ring_post(r, &ev), 0); /* the first post disarmed it */
+	CHECK_EQ(r->ops->ack(r), 0);
+	CHECK(!readable(r));                 /* one doorbell for two posts */
+	CHECK_EQ(r->ops->ack(r), -EAGAIN);
+	CHECK_EQ(r->ops->arm(r), 0);
+	CHECK_EQ(r->ops->disarm(r), 0);
+	CHECK_EQ(evd_ring_post(r, &ev), 0);
+	CHECK(!readable(r));                 /* disarmed: silent */
+	CHECK_EQ(r->ops->poll(r, 32), 3);
+	CHECK_EQ(evd_source_destroy(r), 0);
+}
+
+struct mp {
+	struct evd_source *r;
+	uint32_t id;
+	uint64_t count;
+};
+
+static void *
+mp_producer(void *arg)
+{
+	struct mp *m = arg;
+	struct evd_event ev = { .type = m->id };
+
+	for (uint64_t i = 0; i < m->count;) {
+		ev.u64 = i;
+		if (evd_ring_post(m->r, &ev) == 0)
+			i++;
+	}
+	return NULL;
+}
+
+struct mp_sink {
+	uint64_t next[4];
+	uint64_t bad;
+	uint64_t n;
+};
+
+static void
+mp_handler(struct evd_source *src, void *burst, uint16_t n, void *arg)
+{
+	struct mp_sink *k = arg;
+	struct evd_event *ev = burst;
+
+	(void)src;
+	for (uint16_t i = 0; i < n; i++) {
+		if (ev[i].type >= 4 || ev[i].u64 != k->next[ev[i].type])
+			k->bad++;
+		else
+			k->next[ev[i].type]++;
+	}
+	k->n += n;
+}
+
+/* Four producers into a small ring: every event exactly once, in order per
+ * producer, while the ring is full most of the time. */
+static void
+test_multi_producer(void)
+{
+	struct evd_source *r;
+	struct mp_sink k = { 0 };
+	struct mp m[4];
+	pthread_t th[4];
+	const uint64_t per = 100000;
+
+	CHECK_EQ(evd_ring_create("mp", 64, mp_handler, &k, &r), 0);
+	for (uint32_t i = 0; i < 4; i++) {
+		m[i] = (struct mp){ .r = r, .id = i, .count = per };
+		CHECK_EQ(pthread_create(&th[i], NULL, mp_producer, &m[i]), 0);
+	}
+	while (k.n < 4 * per)
+		CHECK(r->ops->poll(r, 32) >= 0);
+	for (int i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	CHECK_EQ(k.bad, 0);
+	CHECK_EQ(k.n, 4 * per);
+	for (int i = 0; i < 4; i++)
+		CHECK_EQ(k.next[i], per);
+	CHECK_EQ(r->ops->poll(r, 32), 0);
+	CHECK_EQ(evd_source_destroy(r), 0);
+}
+
+int
+main(void)
+{
+	TEST(test_create_errors);
+	TEST(test_post_not_a_ring);
+	TEST(test_fifo_full_and_burst);
+	TEST(test_doorbell_only_when_armed);
+	TEST(test_multi_producer);
+	return 0;
+}

@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Unit tests of stats: exact counts, reset, and reads while the loop runs. */
+#include <pthread.h>
+
+#include <evd.h>
+#include <evd_source.h>
+
+#include "evd_test.h"
+
+static void
+nop(struct evd_source *s, void *b, uint16_t n, void *a)
+{
+	(void)s; (void)b; (void)n; (void)a;
+}
+
+static void
+test_exact_counts_and_reset(void)
+{
+	struct evd_loop_conf conf = { .policy = "poll", .burst = 8 };
+	struct evd_event ev[20] = { 0 };
+	struct evd_loop_stats st;
+	struct evd_source_stats ss;
+	struct evd_loop *loop;
+	struct evd_source *a, *b;
+
+	CHECK_EQ(evd_loop_create(&conf, &loop), 0);
+	CHECK_EQ(evd_ring_create("a", 64, nop, NULL, &a), 0);
+	CHECK_EQ(evd_ring_create("b", 64, nop, NULL, &b), 0);
+	CHECK_EQ(evd_loop_add(loop, a), 0);
+	CHECK_EQ(evd_loop_add(loop, b), 0);
+	CHECK_EQ(evd_ring_post_burst(a, ev, 20), 20);
+	CHECK_EQ(evd_loop_step(loop), 8);
+	CHECK_EQ(evd_loop_step(loop), 8);
+	CHECK_EQ(evd_loop_step(loop), 4);
+	CHECK_EQ(evd_loop_step(loop), 0);
+	CHECK_EQ(evd_loop_stats_get(loop, &st), 0);
+	CHECK_EQ(st.polls, 8);        /* 4 rounds x 2 sources */
+	CHECK_EQ(st.empty_polls, 1);  /* rounds that found nothing anywhere */
+	CHECK_EQ(st.events, 20);
+	CHECK_EQ(st.sleeps, 0);
+	CHECK_EQ(evd_source_stats_get(a, &ss), 0);
+	CHECK_EQ(ss.polls, 4);
+	CHECK_EQ(ss.empty_polls, 1);
+	CHECK_EQ(ss.events, 20);
+	CHECK_EQ(evd_source_stats_get(b, &ss), 0);
+	CHECK_EQ(ss.polls, 4);
+	CHECK_EQ(ss.empty_polls, 4);
+	CHECK_EQ(ss.events, 0);
+
+	CHECK_EQ(evd_loop_stats_reset(loop), 0);
+	CHECK_EQ(evd_source_stats_reset(a), 0);
+	CHECK_EQ(evd_loop_stats_get(loop, &st), 0);
+	CHECK_EQ(st.polls, 0);
+	CHECK_EQ(st.events, 0);
+	CHECK_EQ(evd_source_stats_get(a, &ss), 0);
+	CHECK_EQ(ss.events, 0);
+	CHECK_EQ(evd_ring_post_burst(a, ev, 3), 3);
+	CHECK_EQ(evd_loop_step(loop), 3);
+	CHECK_EQ(evd_loop_stats_get(loop, &st), 0);
+	CHECK_EQ(st.events, 3);
+	CHECK_EQ(st.polls, 2);
+	CHECK_EQ(evd_source_stats_get(a, &ss), 0);
+	CHECK_EQ(ss.events, 3);
+	CHECK_EQ(evd_loop_stats_get(NULL, &st), -EINVAL);
+	CHECK_EQ(evd_loop_stats_get(loop, NULL), -EINVAL);
+
+	CHECK_EQ(evd_loop_remove(loop, a), 0);
+	CHECK_EQ(evd_loop_remove(loop, b), 0);
+	CHECK_EQ(evd_source_destroy(a), 0);
+	CHECK_EQ(evd_source_destroy(b), 0);
+	CHECK_EQ(evd_loop_destroy(loop), 0);
+}
+
+struct live {
+	struct evd_loop *loop;
+	struct evd_source *ring;
+	uint64_t posted;
+	int stop;
+};
+
+static void *
+feeder(void *arg)
+{
+	struct live *l = arg;
+	struct evd_event ev = { 0 };
+
+	while (!__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE)) {
+		if (evd_ring_post(l->ring, &ev) == 0)
+			__atomic_fetch_add(&l->posted, 1, __ATOMIC_RELAXED);
+		if (l->posted % 64 == 0)
+			test_sleep_us(200);
+	}
+	return NULL;
+}
+
+static void *
+runner(void *arg)
+{
+	CHECK_EQ(evd_loop_run(((struct live *)arg)->loop), 0);
+	return NULL;
+}
+
+/* Stats read from another thread while the loop runs never go backwards,
+ * and after the stop they add up. */
+static void
+test_read_while_running(void)
+{
+	struct evd_loop_conf conf = { .policy = "adaptive", .max_sleep_us = 1000000 };
+	struct live l = { 0 };
+	struct evd_loop_stats st, prev = { 0 };
+	pthread_t f, r;
+	uint64_t t0, wall;
+
+	CHECK_EQ(evd_loop_create(&conf, &l.loop), 0);
+	CHECK_EQ(evd_ring_create("live", 1024, nop, NULL, &l.ring), 0);
+	CHECK_EQ(evd_loop_add(l.loop, l.ring), 0);
+	t0 = test_now_ns();
+	CHECK_EQ(pthread_create(&r, NULL, runner, &l), 0);
+	CHECK_EQ(pthread_create(&f, NULL, feeder, &l), 0);
+	for (int i = 0; i < 200; i++) {
+		CHECK_EQ(evd_loop_stats_get(l.loop, &st), 0);
+		CHECK(st.polls >= prev.polls);
+		CHECK(st.events >= prev.events);
+		CHECK(st.sleeps >= prev.sleeps);
+		CHECK(st.cpu_ns >= prev.cpu_ns);
+		for (int m = 0; m < EVD_MODE_COUNT; m++)
+			CHECK(st.mode_ns[m] >= prev.mode_ns[m]);
+		CHECK(st.mode < EVD_MODE_COUNT);
+		prev = st;
+		test_sleep_us(1000);
+	}
+	__atomic_store_n(&l.stop, 1, __ATOMIC_RELEASE);
+	pthread_join(f, NULL);
+	while (evd_ring_count(l.ring) > 0)
+		test_sleep_us(1000);
+	CHECK_EQ(evd_loop_stop(l.loop), 0);
+	pthread_join(r, NULL);
+	wall = test_now_ns() - t0;
+	CHECK_EQ(evd_loop_stats_get(l.loop, &st), 0);
+	CHECK_EQ(st.events, l.posted);
+	CHECK(st.events > 0);
+	CHECK(st.sleeps > 0);
+	CHECK(st.cpu_ns > 0);
+	CHECK(st.cpu_ns <= wall);
+	CHECK(st.mode_ns[EVD_MODE_POLL] + st.mode_ns[EVD_MODE_PAUSE] + st.mode_ns[EVD_MODE_SLEEP] <= wall);
+	CHECK(st.mode_ns[EVD_MODE_SLEEP] > 0);
+	CHECK_EQ(st.lost_wakeups, 0);
+	CHECK_EQ(evd_loop_remove(l.loop, l.ring), 0);
+	CHECK_EQ(evd_source_destroy(l.ring), 0);
+	CHECK_EQ(evd_loop_destroy(l.loop), 0);
+}
+
+int
+main(void)
+{
+	TEST(test_exact_counts_and_reset);
+	TEST(test_read_while_running);
+	return 0;
+}
