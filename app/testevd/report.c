@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Latency histogram, the human-readable table and the JSON report. */
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "testevd.h"
+
+static unsigned int
+bucket(uint64_t v)
+{
+	unsigned int msb;
+
+	if (v < 16)
+		return (unsigned int)v;
+	msb = 63 - (unsigned int)__builtin_clzll(v);
+	return (msb - 3) * 16 + (unsigned int)((v >> (msb - 4)) & 15);
+}
+
+static uint64_t
+bucket_top(unsigned int b)
+{
+	unsigned int msb;
+
+	if (b < 16)
+		return b;
+	msb = b / 16 + 3;
+	return ((16ull + (b % 16)) << (msb - 4)) + ((1ull << (msb - 4)) - 1);
+}
+
+void
+hist_add(struct hist *h, uint64_t v)
+{
+	unsigned int b = bucket(v);
+
+	if (b >= HIST_BUCKETS)
+		b = HIST_BUCKETS - 1;
+	h->b[b]++;
+	h->n++;
+	if (v > h->max)
+		h->max = v;
+}
+
+uint64_t
+hist_pct(const struct hist *h, double p)
+{
+	uint64_t want, seen = 0;
+
+	if (h->n == 0)
+		return 0;
+	want = (uint64_t)(p * (double)h->n);
+	if (want >= h->n)
+		want = h->n - 1;
+	for (unsigned int b = 0; b < HIST_BUCKETS; b++) {
+		seen += h->b[b];
+		if (seen > want) {
+			uint64_t top = bucket_top(b);
+
+			return top < h->max ? top : h->max;
+		}
+	}
+	return h->max;
+}
+
+#define ROW(label, fmt, field)                                  \
+	do {                                                    \
+		fprintf(f, "  %-22s", label);                   \
+		for (unsigned int i = 0; i < n; i++)            \
+			fprintf(f, " %14" fmt, r[i].field);     \
+		fputc('\n', f);                                 \
+	} while (0)
+
+void
+report_table(FILE *f, const struct result *r, unsigned int n)
+{
+	fprintf(f, "\n  %-22s", "policy");
+	for (unsigned int i = 0; i < n; i++)
+		fprintf(f, " %14.14s", r[i].policy);
+	fprintf(f, "\n  %-22s", "");
+	for (unsigned int i = 0; i < n; i++)
+		fprintf(f, " %14s", "--------------");
+	fputc('\n', f);
+	ROW("pattern", "s", pattern);
+	ROW("duration (s)", ".2f", duration_s);
+	ROW("events sent", PRIu64, events_sent);
+	ROW("events delivered", PRIu64, events_delivered);
+	ROW("events lost", PRIu64, events_lost);
+	ROW("delivered/s", ".0f", events_per_s);
+	ROW("cpu (%)", ".2f", cpu_pct);
+	ROW("latency p50 (us)", ".2f", lat_us[0]);
+	ROW("latency p99 (us)", ".2f", lat_us[1]);
+	ROW("latency p99.9 (us)", ".2f", lat_us[2]);
+	ROW("latency max (us)", ".2f", lat_us[3]);
+	ROW("time polling (%)", ".1f", mode_pct[0]);
+	ROW("time pausing (%)", ".1f", mode_pct[1]);
+	ROW("time sleeping (%)", ".1f", mode_pct[2]);
+	ROW("sleeps", PRIu64, sleeps);
+	ROW("wakeups", PRIu64, wakeups);
+	ROW("spurious wakeups", PRIu64, spurious_wakeups);
+	ROW("re-poll hits", PRIu64, repoll_hits);
+	ROW("sleep timeouts", PRIu64, sleep_timeouts);
+	ROW("mode switches", PRIu64, mode_switches);
+	ROW("ring full (retried)", PRIu64, ring_full);
+	ROW("lost wakeups", PRIu64, lost_wakeups);
+	fputc('\n', f);
+}
+
+static void
+json_one(FILE *f, const struct result *r, const char *ind)
+{
+	fprintf(f, "%s{\n", ind);
+	fprintf(f, "%s  \"policy\": \"%s\",\n", ind, r->policy);
+	fprintf(f, "%s  \"source\": \"%s\",\n", ind, r->source);
+	fprintf(f, "%s  \"pattern\": \"%s\",\n", ind, r->pattern);
+	fprintf(f, "%s  \"duration_s\": %.3f,\n", ind, r->duration_s);
+	fprintf(f, "%s  \"events_sent\": %" PRIu64 ",\n", ind, r->events_sent);
+	fprintf(f, "%s  \"events_delivered\": %" PRIu64 ",\n", ind, r->events_delivered);
+	fprintf(f, "%s  \"events_lost\": %" PRIu64 ",\n", ind, r->events_lost);
+	fprintf(f, "%s  \"events_per_s\": %.1f,\n", ind, r->events_per_s);
+	fprintf(f, "%s  \"lost_wakeups\": %" PRIu64 ",\n", ind, r->lost_wakeups);
+	fprintf(f, "%s  \"cpu_pct\": %.3f,\n", ind, r->cpu_pct);
+	fprintf(f, "%s  \"latency_us\": {\"p50\": %.3f, \"p99\": %.3f, \"p999\": %.3f, \"max\": %.3f},\n",
+		ind, r->lat_us[0], r->lat_us[1], r->lat_us[2], r->lat_us[3]);
+	fprintf(f, "%s  \"sleeps\": %" PRIu64 ",\n", ind, r->sleeps);
+	fprintf(f, "%s  \"wakeups\": %" PRIu64 ",\n", ind, r->wakeups);
+	fprintf(f, "%s  \"spurious_wakeups\": %" PRIu64 ",\n", ind, r->spurious_wakeups);
+	fprintf(f, "%s  \"repoll_hits\": %" PRIu64 ",\n", ind, r->repoll_hits);
+	fprintf(f, "%s  \"sleep_timeouts\": %" PRIu64 ",\n", ind, r->sleep_timeouts);
+	fprintf(f, "%s  \"mode_switches\": %" PRIu64 ",\n", ind, r->mode_switches);
+	fprintf(f, "%s  \"ring_full\": %" PRIu64 ",\n", ind, r->ring_full);
+	fprintf(f, "%s  \"mode_time_pct\": {\"poll\": %.2f, \"pause\": %.2f, \"sleep\": %.2f}\n",
+		ind, r->mode_pct[0], r->mode_pct[1], r->mode_pct[2]);
+	fprintf(f, "%s}", ind);
+}
+
+int
+report_json(const char *path, const struct result *r, unsigned int n, bool array)
+{
+	FILE *f = strcmp(path, "-") == 0 ? stdout : fopen(path, "w");
+	int rc = 0;
+
+	if (f == NULL)
+		return -errno;
+	if (array) {
+		fputs("[\n", f);
+		for (unsigned int i = 0; i < n; i++) {
+			json_one(f, &r[i], "  ");
+			fputs(i + 1 < n ? ",\n" : "\n", f);
+		}
+		fputs("]\n", f);
+	} else {
+		json_one(f, &r[0], "");
+		fputc('\n', f);
+	}
+	if (ferror(f))
+		rc = -EIO;
+	if (f != stdout && fclose(f) != 0 && rc == 0)
+		rc = -errno;
+	return rc;
+}

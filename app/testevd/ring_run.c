@@ -1,0 +1,319 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * One run on the ring source: a producer thread (not an EAL thread) replays
+ * a pattern, stamping each event with the TSC; the loop, on the calling
+ * lcore, delivers them under one policy; a monitor thread reads the loop's
+ * stats while it runs and draws the progress line.
+ */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rte_cycles.h>
+#include <rte_pause.h>
+
+#include <evd.h>
+
+#include "testevd.h"
+
+#define RING_SIZE 16384
+#define DRAIN_LIMIT_NS (2ull * 1000 * 1000 * 1000)
+
+struct run {
+	const struct opts *o;
+	const struct pattern *pat;
+	struct evd_loop *loop;
+	struct evd_source *ring;
+	uint64_t tsc_mhz;
+	/* consumer side (loop thread) */
+	struct hist lat;
+	uint64_t delivered; /* atomic: read by the producer and the monitor */
+	/* producer side */
+	uint64_t sent;      /* atomic */
+	uint32_t phase;     /* atomic: index of the current phase */
+	int done;           /* atomic: monitor stops */
+};
+
+static uint64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void
+wait_until(uint64_t t)
+{
+	uint64_t now = now_ns();
+
+	/* Sleep through long gaps (so the producer leaves the loop's core
+	 * alone), spin the last stretch for accuracy. */
+	if (t > now + 200000) {
+		struct timespec ts = { .tv_sec = (time_t)((t - 100000) / 1000000000ull),
+				       .tv_nsec = (long)((t - 100000) % 1000000000ull) };
+
+		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+	}
+	while (now_ns() < t)
+		rte_pause();
+}
+
+static uint64_t
+xorshift(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/* Exponential gap with the given mean: Poisson arrivals. */
+static uint64_t
+exp_gap(uint64_t *rnd, double mean_ns)
+{
+	double u = ((double)(xorshift(rnd) >> 11) + 0.5) / 9007199254740992.0;
+
+	return (uint64_t)(-log(u) * mean_ns);
+}
+
+static void
+post_all(struct run *r, struct evd_event *ev, uint32_t n)
+{
+	uint32_t done = 0;
+	uint64_t stamp = rte_rdtsc();
+
+	for (uint32_t i = 0; i < n; i++)
+		ev[i].stamp = stamp;
+	while (done < n) {
+		int rc = evd_ring_post_burst(r->ring, ev + done, n - done);
+
+		if (rc < 0) { /* -ENOBUFS (counted by the ring): retry, never drop */
+			rte_pause();
+			continue;
+		}
+		done += (uint32_t)rc;
+	}
+	__atomic_fetch_add(&r->sent, n, __ATOMIC_RELAXED);
+}
+
+static void *
+producer(void *arg)
+{
+	struct run *r = arg;
+	struct evd_event ev[32];
+	uint64_t rnd = r->o->seed * 0x9e3779b97f4a7c15ull + 1;
+	uint64_t start = now_ns(), end_all;
+	uint64_t total_ns = (uint64_t)(r->o->duration_s * 1e9);
+	uint64_t phase_start = start;
+
+	memset(ev, 0, sizeof(ev));
+	for (unsigned int p = 0; p < r->pat->n_phases; p++) {
+		const struct phase *ph = &r->pat->phases[p];
+		uint64_t phase_end = phase_start + (uint64_t)(ph->share * (double)total_ns);
+		uint64_t t = phase_start;
+
+		__atomic_store_n(&r->phase, p, __ATOMIC_RELAXED);
+		switch (ph->kind) {
+		case PHASE_IDLE:
+			wait_until(phase_end);
+			break;
+		case PHASE_SATURATE:
+			while (now_ns() < phase_end)
+				post_all(r, ev, ph->burst);
+			break;
+		case PHASE_RATE: {
+			double mean = 1e9 * ph->burst / (ph->rate_mult * r->o->rate);
+
+			for (;;) {
+				t += exp_gap(&rnd, mean);
+				if (t >= phase_end)
+					break;
+				wait_until(t);
+				post_all(r, ev, ph->burst);
+			}
+			wait_until(phase_end);
+			break;
+		}
+		}
+		phase_start = phase_end;
+	}
+	/* Drain: everything sent must arrive; give the loop a bounded time. */
+	end_all = now_ns() + DRAIN_LIMIT_NS;
+	while (__atomic_load_n(&r->delivered, __ATOMIC_RELAXED) <
+		       __atomic_load_n(&r->sent, __ATOMIC_RELAXED) &&
+	       now_ns() < end_all)
+		usleep(1000);
+	evd_loop_stop(r->loop); /* from a non-EAL thread, waking the loop if asleep */
+	return NULL;
+}
+
+static void
+consume(struct evd_source *src, void *burst, uint16_t n, void *arg)
+{
+	struct run *r = arg;
+	struct evd_event *ev = burst;
+	uint64_t now = rte_rdtsc();
+
+	(void)src;
+	for (uint16_t i = 0; i < n; i++) {
+		/* vCPUs' TSCs can differ by a few cycles: clamp, never wrap */
+		uint64_t cyc = now > ev[i].stamp ? now - ev[i].stamp : 0;
+
+		hist_add(&r->lat, cyc * 1000 / r->tsc_mhz);
+	}
+	__atomic_store_n(&r->delivered, r->delivered + n, __ATOMIC_RELAXED);
+}
+
+static const char *const mode_names[] = { "poll", "pause", "sleep" };
+
+static void *
+monitor(void *arg)
+{
+	struct run *r = arg;
+	struct evd_loop_stats st, prev;
+	uint64_t t_prev = now_ns(), d_prev = 0;
+
+	evd_loop_stats_get(r->loop, &prev);
+	while (!__atomic_load_n(&r->done, __ATOMIC_ACQUIRE)) {
+		uint64_t t, d;
+		double dt;
+
+		usleep(250000);
+		t = now_ns();
+		d = __atomic_load_n(&r->delivered, __ATOMIC_RELAXED);
+		evd_loop_stats_get(r->loop, &st);
+		dt = (double)(t - t_prev);
+		fprintf(stdout, "\r  %-9s %10.0f ev/s   mode %-5s   cpu %5.1f%%   delivered %-10" PRIu64
+			"  lost wakeups %" PRIu64 "   ",
+			r->pat->phases[__atomic_load_n(&r->phase, __ATOMIC_RELAXED)].name,
+			(double)(d - d_prev) * 1e9 / dt, mode_names[st.mode % 3],
+			100.0 * (double)(st.cpu_ns - prev.cpu_ns) / dt, d, st.lost_wakeups);
+		fflush(stdout);
+		prev = st;
+		t_prev = t;
+		d_prev = d;
+	}
+	fprintf(stdout, "\r%*s\r", 110, "");
+	fflush(stdout);
+	return NULL;
+}
+
+/* EAL pinned this (the main lcore's) thread; threads it creates inherit that.
+ * Keep the producer and the monitor off the loop's CPU when there is another,
+ * so that the loop's CPU and latency figures are its own. */
+static void
+place_off_loop_cpu(pthread_attr_t *attr)
+{
+	cpu_set_t mine, others;
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	CPU_ZERO(&others);
+	if (pthread_getaffinity_np(pthread_self(), sizeof(mine), &mine) != 0)
+		return;
+	for (long c = 0; c < n && c < CPU_SETSIZE; c++)
+		if (!CPU_ISSET(c, &mine))
+			CPU_SET(c, &others);
+	if (CPU_COUNT(&others) > 0)
+		pthread_attr_setaffinity_np(attr, sizeof(others), &others);
+}
+
+int
+run_ring(const struct opts *o, const char *policy, struct result *res)
+{
+	struct evd_loop_conf conf = {
+		.name = "testevd",
+		.policy = policy,
+		.max_sleep_us = o->max_sleep_us,
+	};
+	struct run *r;
+	struct evd_loop_stats st;
+	struct evd_source_stats ss;
+	pthread_t prod, mon;
+	pthread_attr_t attr;
+	uint64_t t0, t1, wall;
+	bool have_mon;
+	int rc;
+
+	r = calloc(1, sizeof(*r));
+	if (r == NULL)
+		return -ENOMEM;
+	r->o = o;
+	r->pat = pattern_find(o->pattern);
+	r->tsc_mhz = rte_get_tsc_hz() / 1000000;
+	rc = evd_loop_create(&conf, &r->loop);
+	if (rc < 0)
+		goto out;
+	rc = evd_ring_create("events", RING_SIZE, consume, r, &r->ring);
+	if (rc < 0)
+		goto out_loop;
+	rc = evd_loop_add(r->loop, r->ring);
+	if (rc < 0)
+		goto out_ring;
+
+	pthread_attr_init(&attr);
+	place_off_loop_cpu(&attr);
+	t0 = now_ns();
+	if (pthread_create(&prod, &attr, producer, r) != 0) {
+		pthread_attr_destroy(&attr);
+		rc = -EAGAIN;
+		goto out_remove;
+	}
+	/* no progress line if the monitor cannot start; not fatal */
+	have_mon = o->progress && pthread_create(&mon, &attr, monitor, r) == 0;
+	pthread_attr_destroy(&attr);
+	rc = evd_loop_run(r->loop);
+	t1 = now_ns();
+	pthread_join(prod, NULL);
+	if (have_mon) {
+		__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
+		pthread_join(mon, NULL);
+	}
+	/* Whatever the drain left behind is counted as lost, never hidden. */
+	evd_loop_stats_get(r->loop, &st);
+	evd_source_stats_get(r->ring, &ss);
+	wall = t1 - t0;
+
+	memset(res, 0, sizeof(*res));
+	snprintf(res->policy, sizeof(res->policy), "%s", policy);
+	res->source = "ring";
+	res->pattern = r->pat->name;
+	res->duration_s = (double)wall / 1e9;
+	res->events_sent = r->sent;
+	res->events_delivered = r->delivered;
+	res->events_lost = r->sent - r->delivered;
+	res->lost_wakeups = st.lost_wakeups;
+	res->ring_full = ss.full;
+	res->cpu_pct = 100.0 * (double)st.cpu_ns / (double)wall;
+	res->events_per_s = (double)r->delivered / res->duration_s;
+	res->lat_us[0] = (double)hist_pct(&r->lat, 0.50) / 1000.0;
+	res->lat_us[1] = (double)hist_pct(&r->lat, 0.99) / 1000.0;
+	res->lat_us[2] = (double)hist_pct(&r->lat, 0.999) / 1000.0;
+	res->lat_us[3] = (double)r->lat.max / 1000.0;
+	res->sleeps = st.sleeps;
+	res->wakeups = st.wakeups;
+	res->spurious_wakeups = st.spurious_wakeups;
+	res->repoll_hits = st.repoll_hits;
+	res->sleep_timeouts = st.sleep_timeouts;
+	res->mode_switches = st.mode_switches;
+	{
+		double tot = (double)(st.mode_ns[0] + st.mode_ns[1] + st.mode_ns[2]);
+
+		for (int m = 0; m < 3; m++)
+			res->mode_pct[m] = tot > 0 ? 100.0 * (double)st.mode_ns[m] / tot : 0;
+	}
+out_remove:
+	evd_loop_remove(r->loop, r->ring);
+out_ring:
+	evd_source_destroy(r->ring);
+out_loop:
+	evd_loop_destroy(r->loop);
+out:
+	free(r);
+	return rc;
+}

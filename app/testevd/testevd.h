@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef TESTEVD_H
+#define TESTEVD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <inttypes.h>
+#include <stdio.h>
+
+#define TESTEVD_POLICY_MAX 128
+
+/* Exit statuses. */
+#define EXIT_LOSS 1    /* an event was lost or a lost wakeup counted */
+#define EXIT_USAGE 2   /* bad command line */
+#define EXIT_RUNTIME 3 /* EAL or library failure */
+
+struct opts {
+	const char *policy;
+	const char *pattern;
+	const char *json;
+	double duration_s;
+	double rate;
+	uint64_t seed;
+	uint32_t max_sleep_us;
+	bool compare;
+	bool progress;
+};
+
+/* One phase of an arrival pattern. */
+enum phase_kind { PHASE_RATE, PHASE_SATURATE, PHASE_IDLE };
+
+struct phase {
+	const char *name;
+	enum phase_kind kind;
+	double share;     /* of the duration */
+	double rate_mult; /* events/s = rate_mult * --rate */
+	uint32_t burst;   /* events per post */
+};
+
+struct pattern {
+	const char *name;
+	const char *help;
+	const struct phase *phases;
+	unsigned int n_phases;
+};
+
+const struct pattern *pattern_find(const char *name);
+void pattern_list(FILE *f);
+
+/* Latency histogram: log-linear buckets, about 6% resolution. */
+#define HIST_BUCKETS (64 * 16)
+struct hist {
+	uint64_t b[HIST_BUCKETS];
+	uint64_t n;
+	uint64_t max;
+};
+void hist_add(struct hist *h, uint64_t v);
+uint64_t hist_pct(const struct hist *h, double p);
+
+/* The result of one run, as reported in the table and the JSON. */
+struct result {
+	char policy[TESTEVD_POLICY_MAX];
+	const char *source;
+	const char *pattern;
+	double duration_s;
+	uint64_t events_sent;
+	uint64_t events_delivered;
+	uint64_t events_lost;
+	uint64_t lost_wakeups;
+	uint64_t ring_full;
+	double cpu_pct;
+	double events_per_s;
+	double lat_us[4]; /* p50 p99 p999 max */
+	uint64_t sleeps, wakeups, spurious_wakeups, repoll_hits, sleep_timeouts, mode_switches;
+	double mode_pct[3]; /* poll pause sleep */
+};
+
+int run_ring(const struct opts *o, const char *policy, struct result *r);
+
+void report_table(FILE *f, const struct result *r, unsigned int n);
+int report_json(const char *path, const struct result *r, unsigned int n, bool array);
+
+/* Modes, one file each, behind a table (like testpmd's forwarding modes). */
+struct mode {
+	const char *name;
+	int (*run)(const struct opts *o);
+};
+extern const struct mode mode_demo;
+extern const struct mode mode_compare;
+
+#endif
