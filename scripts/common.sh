@@ -1,0 +1,40 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# Shared by scripts/demo and scripts/test: install what is missing, build.
+set -euo pipefail
+
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${EVD_BUILD_DIR:-$top/build}
+
+# Debian packages the build and the tests need.
+packages=(build-essential meson ninja-build pkg-config libdpdk-dev python3)
+
+have_all() {
+	command -v cc >/dev/null && command -v meson >/dev/null && command -v ninja >/dev/null &&
+		command -v pkg-config >/dev/null && command -v python3 >/dev/null &&
+		pkg-config --exists libdpdk
+}
+
+ensure_deps() {
+	if have_all; then
+		return 0
+	fi
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "evd: missing build dependencies; as root run:" >&2
+		echo "  apt-get update && apt-get install -y ${packages[*]}" >&2
+		exit 1
+	fi
+	echo "evd: installing ${packages[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
+	have_all || { echo "evd: dependencies still missing after apt-get" >&2; exit 1; }
+}
+
+build_evd() {
+	if [ -f "$build/build.ninja" ]; then
+		meson setup --reconfigure "$build" "$top" "$@" >/dev/null
+	else
+		meson setup "$build" "$top" "$@" >/dev/null
+	fi
+	ninja -C "$build"
+}

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# `meson install` gives headers, libraries and a libevd.pc with which a DPDK
+# application builds (shared and static) and runs.
+set -eu
+build=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+meson install -C "$build" --destdir "$tmp/root" --no-rebuild >/dev/null
+pc=$(dirname "$(find "$tmp/root" -name libevd.pc | head -1)")
+[ -n "$pc" ] || { echo "FAIL: no libevd.pc installed"; exit 1; }
+for h in evd.h evd_source.h evd_policy.h; do
+	[ -n "$(find "$tmp/root" -path "*/include/evd/$h")" ] || { echo "FAIL: $h not installed"; exit 1; }
+done
+cat >"$tmp/app.c" <<'C'
+#include <stdio.h>
+#include <rte_eal.h>
+#include <evd.h>
+static void h(struct evd_source *s, void *b, uint16_t n, void *a) { (void)s; (void)b; *(int *)a += n; }
+int main(void) {
+	struct evd_loop_conf conf = { .policy = "intr" };
+	struct evd_loop *loop; struct evd_source *r; struct evd_event ev = { .u64 = 42 };
+	int got = 0;
+	if (evd_loop_create(&conf, &loop) < 0 || evd_ring_create("r", 8, h, &got, &r) < 0 ||
+	    evd_loop_add(loop, r) < 0 || evd_ring_post(r, &ev) < 0 || evd_loop_step(loop) != 1)
+		return 1;
+	evd_loop_remove(loop, r); evd_source_destroy(r); evd_loop_destroy(loop);
+	printf("delivered %d\n", got);
+	return got == 1 ? 0 : 1;
+}
+C
+# Point the staged .pc at the staging root (what DESTDIR packaging does).
+prefix=$(sed -n 's/^prefix=//p' "$pc/libevd.pc")
+sed -i "s|^prefix=.*|prefix=$tmp/root$prefix|" "$pc/libevd.pc"
+export PKG_CONFIG_PATH="$pc"
+libdir=$(pkg-config --variable=libdir libevd)
+cc -Wall -Werror -o "$tmp/app" "$tmp/app.c" $(pkg-config --cflags --libs libevd)
+LD_LIBRARY_PATH="$libdir" "$tmp/app"
+cc -Wall -Werror -o "$tmp/app_static" "$tmp/app.c" $(pkg-config --cflags libevd) \
+	"$libdir/libevd.a" $(pkg-config --libs libdpdk) -pthread
+"$tmp/app_static"
+echo "ok: installed libevd builds and runs a DPDK app, shared and static"

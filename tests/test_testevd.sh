@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# testevd's command line and reports: bad input is refused with status 2,
+# --help tells the truth, short runs lose nothing and write the JSON keys.
+set -u
+testevd=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+check() { # check DESCRIPTION WANTED_STATUS CMD...
+	local what=$1 want=$2
+	shift 2
+	"$@" >"$tmp/out" 2>"$tmp/err"
+	local got=$?
+	if [ "$got" -ne "$want" ]; then
+		echo "FAIL: $what: status $got, wanted $want"; cat "$tmp/out" "$tmp/err"; fail=1
+	else
+		echo "ok: $what"
+	fi
+}
+check "--help" 0 "$testevd" --help
+for opt in --policy --duration --pattern --rate --seed --json --compare --no-progress --max-sleep-us; do
+	grep -q -- "$opt" "$tmp/out" || { echo "FAIL: --help does not mention $opt"; fail=1; }
+done
+check "unknown option" 2 "$testevd" --bogus
+grep -q "unknown option '--bogus'" "$tmp/err" || { echo "FAIL: no message for --bogus"; fail=1; }
+check "bad policy key" 2 "$testevd" --policy adaptive:nokey=1
+grep -q "nokey" "$tmp/err" || { echo "FAIL: the bad key is not named"; cat "$tmp/err"; fail=1; }
+check "unknown policy" 2 "$testevd" --policy fast
+check "bad duration" 2 "$testevd" --duration -1
+check "bad duration text" 2 "$testevd" --duration ten
+check "bad rate" 2 "$testevd" --rate 0
+check "bad pattern" 2 "$testevd" --pattern nosuch
+check "bad seed" 2 "$testevd" --seed -5
+check "missing value" 2 "$testevd" --duration
+check "stray argument" 2 "$testevd" extra
+check "unwritable json" 2 "$testevd" --json /nonexistent/dir/x.json
+check "bad EAL option" 3 "$testevd" --no-such-eal-option -- --duration 0.2
+
+keys='policy source duration_s events_sent events_delivered events_lost lost_wakeups cpu_pct latency_us sleeps wakeups spurious_wakeups repoll_hits mode_switches mode_time_pct'
+check "demo pattern, 1 s, intr" 0 "$testevd" --duration 1 --policy intr --json "$tmp/one.json"
+python3 - "$tmp/one.json" $keys <<'PY' || fail=1
+import json, sys
+r = json.load(open(sys.argv[1]))
+missing = [k for k in sys.argv[2:] if k not in r]
+assert not missing, f"missing keys {missing}"
+assert set(r["latency_us"]) >= {"p50", "p99", "p999", "max"}, r["latency_us"]
+assert set(r["mode_time_pct"]) >= {"poll", "pause", "sleep"}, r["mode_time_pct"]
+assert r["policy"] == "intr" and r["source"] == "ring", r
+assert r["events_sent"] > 0 and r["events_sent"] == r["events_delivered"], r
+assert r["events_lost"] == 0 and r["lost_wakeups"] == 0, r
+assert r["sleeps"] > 0, "intr never slept"
+print("ok: JSON report has every key and balances")
+PY
+check "EAL options before --" 0 "$testevd" --no-huge --no-pci -m 64 --file-prefix=tevd$$ -- --duration 0.3 --pattern steady --rate 1000
+check "compare, saturate" 0 "$testevd" --compare --duration 0.5 --pattern saturate --json "$tmp/cmp.json"
+python3 - "$tmp/cmp.json" <<'PY' || fail=1
+import json, sys
+a = json.load(open(sys.argv[1]))
+assert isinstance(a, list) and [r["policy"] for r in a] == ["poll", "intr", "adaptive"], a
+for r in a:
+    assert r["events_lost"] == 0 and r["lost_wakeups"] == 0, r
+    assert r["events_delivered"] > 0, r
+print("ok: --compare JSON is an array of three balanced reports")
+PY
+check "idle pattern sleeps" 0 "$testevd" --duration 1 --pattern idle --json "$tmp/idle.json"
+python3 - "$tmp/idle.json" <<'PY' || fail=1
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["events_sent"] == 0 and r["sleeps"] > 0, r
+assert r["mode_time_pct"]["sleep"] > 50, r
+print("ok: idle run spends its time asleep")
+PY
+exit $fail
