@@ -35,7 +35,7 @@ usage(FILE *f, const char *prog)
 		"\n"
 		"Options:\n"
 		"  --policy SPEC     policy spec (default adaptive): poll, intr, adaptive,\n"
-		"                    adaptive:budget_us=N,spin_us=N,pause_ns=N\n"
+		"                    adaptive:budget_us=N,max_budget_us=N,spin_pct=N,pause_ns=N\n"
 		"  --duration S      length of the pattern in seconds (default 10; 0.1..86400)\n"
 		"  --pattern NAME    arrival pattern (default demo):\n",
 		prog);

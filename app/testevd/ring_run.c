@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <rte_common.h>
 #include <rte_cycles.h>
 #include <rte_pause.h>
 
@@ -31,9 +32,9 @@ struct run {
 	uint64_t tsc_mhz;
 	/* consumer side (loop thread) */
 	struct hist lat;
-	uint64_t delivered; /* atomic: read by the producer and the monitor */
-	/* producer side */
-	uint64_t sent;      /* atomic */
+	uint64_t delivered __rte_cache_aligned; /* atomic: read by the producer and the monitor */
+	/* producer side, on its own cache line */
+	uint64_t sent __rte_cache_aligned;      /* atomic */
 	uint32_t phase;     /* atomic: index of the current phase */
 	int done;           /* atomic: monitor stops */
 };
@@ -240,9 +241,10 @@ run_ring(const struct opts *o, const char *policy, struct result *res)
 	bool have_mon;
 	int rc;
 
-	r = calloc(1, sizeof(*r));
+	r = aligned_alloc(RTE_CACHE_LINE_SIZE, RTE_ALIGN_CEIL(sizeof(*r), RTE_CACHE_LINE_SIZE));
 	if (r == NULL)
 		return -ENOMEM;
+	memset(r, 0, sizeof(*r));
 	r->o = o;
 	r->pat = pattern_find(o->pattern);
 	r->tsc_mhz = rte_get_tsc_hz() / 1000000;
