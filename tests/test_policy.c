@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests of policy specs, the built-ins' decisions and user policies. */
-#include <pthread.h>
 #include <stdio.h>
 
 #include <rte_log.h>
@@ -50,7 +49,6 @@ test_spec_errors(void)
 		{ "adaptive:budget_us=2000000", -EINVAL, "budget_us" },
 		{ "adaptive:budget_us=1,budget_us=2", -EINVAL, "given twice" },
 		{ "adaptive:spin_pct=101", -EINVAL, "spin_pct" },
-		{ "adaptive:budget_us=5,max_budget_us=9", -EINVAL, "max_budget_us" },
 		{ "adaptive:budget_us", -EINVAL, "'budget_us' has no value" },
 		{ "adaptive:budget_us=1,,spin_pct=1", -EINVAL, "empty key" },
 		{ "adaptive:pause_ns=0", -EINVAL, "pause_ns" },
@@ -86,7 +84,7 @@ test_spec_ok(void)
 {
 	static const char *good[] = {
 		"adaptive", "poll", "intr", "adaptive:budget_us=50",
-		"adaptive:budget_us=50,spin_pct=10,pause_ns=500", "adaptive:max_budget_us=500", "adaptive:budget_us=0",
+		"adaptive:budget_us=50,spin_pct=10,pause_ns=500", "adaptive:budget_us=0",
 	};
 
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
@@ -168,89 +166,6 @@ test_adaptive_decisions(void)
 
 	CHECK_EQ(evd_loop_remove(loop, r), 0);
 	CHECK_EQ(evd_source_destroy(r), 0);
-	CHECK_EQ(evd_loop_destroy(loop), 0);
-}
-
-struct poster {
-	struct evd_loop *loop;
-	struct evd_source *ring;
-};
-
-static void *
-post_when_asleep(void *arg)
-{
-	struct poster *p = arg;
-	struct evd_loop_stats st;
-	struct evd_event ev = { 0 };
-
-	do {
-		test_sleep_us(500);
-		CHECK_EQ(evd_loop_stats_get(p->loop, &st), 0);
-	} while (st.mode != EVD_MODE_SLEEP);
-	test_sleep_us(2000);
-	CHECK_EQ(evd_ring_post(p->ring, &ev), 0);
-	return NULL;
-}
-
-/* Without budget_us the budget adapts: a sleep woken sooner than the budget
- * doubles it, a sleep that times out halves it back (virtual clock: the
- * sleeps last 0 ns of loop time). */
-static void
-test_adaptive_backoff(void)
-{
-	const uint64_t b = evd_policy_env_get()->sleep_wake_ns;
-	struct vclock vc = { .now = 1000000 };
-	struct evd_clock clk = { vclock_now, &vc };
-	struct evd_loop_conf conf = { .policy = "adaptive:spin_pct=0", .clock = &clk,
-				      .max_sleep_us = 5 * 1000 * 1000 };
-	struct evd_event ev = { 0 };
-	struct evd_loop_stats st;
-	struct evd_loop *loop;
-	struct poster p;
-	pthread_t th;
-
-	CHECK_EQ(evd_loop_create(&conf, &loop), 0);
-	CHECK_EQ(evd_ring_create("r", 16, nop, NULL, &p.ring), 0);
-	p.loop = loop;
-	CHECK_EQ(evd_loop_add(loop, p.ring), 0);
-	CHECK_EQ(evd_ring_post(p.ring, &ev), 0);
-	CHECK_EQ(evd_loop_step(loop), 1);
-	vclock_advance(&vc, b + 1);               /* past the budget: sleep */
-	CHECK_EQ(pthread_create(&th, NULL, post_when_asleep, &p), 0);
-	CHECK_EQ(evd_loop_step(loop), 1);        /* woken at once (loop time): short */
-	pthread_join(th, NULL);
-	CHECK_EQ(evd_loop_stats_get(loop, &st), 0);
-	CHECK_EQ(st.sleeps, 1);
-	CHECK_EQ(st.wakeups, 1);
-
-	vclock_advance(&vc, b + 1);               /* budget is 2b now: pause, no sleep */
-	CHECK_EQ(evd_loop_step(loop), 0);
-	CHECK_EQ(evd_loop_stats_get(loop, &st), 0);
-	CHECK_EQ(st.sleeps, 1);
-	CHECK_EQ(st.pauses, 1);
-
-	CHECK_EQ(evd_loop_destroy(loop) == -EBUSY, 1);
-	CHECK_EQ(evd_loop_remove(loop, p.ring), 0);
-	CHECK_EQ(evd_loop_destroy(loop), 0);
-
-	/* the same with a timeout: the budget halves back to b (floor) */
-	conf.max_sleep_us = 1000;
-	CHECK_EQ(evd_loop_create(&conf, &loop), 0);
-	CHECK_EQ(evd_loop_add(loop, p.ring), 0);
-	CHECK_EQ(evd_ring_post(p.ring, &ev), 0);
-	CHECK_EQ(evd_loop_step(loop), 1);
-	vclock_advance(&vc, b + 1);
-	CHECK_EQ(evd_loop_step(loop), 0);        /* sleeps 1 ms, times out */
-	CHECK_EQ(evd_ring_post(p.ring, &ev), 0);
-	CHECK_EQ(evd_loop_step(loop), 1);
-	vclock_advance(&vc, b + 1);
-	CHECK_EQ(evd_loop_step(loop), 0);        /* still b: sleeps again */
-	CHECK_EQ(evd_loop_stats_get(loop, &st), 0);
-	CHECK_EQ(st.sleeps, 2);
-	CHECK_EQ(st.sleep_timeouts, 2);
-	CHECK_EQ(st.pauses, 0);
-	CHECK_EQ(evd_loop_remove(loop, p.ring), 0);
-	CHECK_EQ(evd_source_destroy(p.ring), 0);
 	CHECK_EQ(evd_loop_destroy(loop), 0);
 }
 
@@ -359,7 +274,6 @@ main(void)
 	TEST(test_spec_errors);
 	TEST(test_spec_ok);
 	TEST(test_adaptive_decisions);
-	TEST(test_adaptive_backoff);
 	TEST(test_calibration);
 	TEST(test_user_policy);
 	return 0;

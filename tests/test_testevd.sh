@@ -19,7 +19,7 @@ check() { # check DESCRIPTION WANTED_STATUS CMD...
 	fi
 }
 check "--help" 0 "$testevd" --help
-for opt in --policy --duration --pattern --rate --seed --json --compare --no-progress --max-sleep-us; do
+for opt in --policy --duration --pattern --rate --seed --json --compare --rounds --no-progress --max-sleep-us; do
 	grep -q -- "$opt" "$tmp/out" || { echo "FAIL: --help does not mention $opt"; fail=1; }
 done
 check "unknown option" 2 "$testevd" --bogus
@@ -34,6 +34,8 @@ check "bad pattern" 2 "$testevd" --pattern nosuch
 check "bad seed" 2 "$testevd" --seed -5
 check "missing value" 2 "$testevd" --duration
 check "stray argument" 2 "$testevd" extra
+check "rounds without compare" 2 "$testevd" --rounds 3
+check "bad rounds" 2 "$testevd" --compare --rounds 0
 check "unwritable json" 2 "$testevd" --json /nonexistent/dir/x.json
 check "bad EAL option" 3 "$testevd" --no-such-eal-option -- --duration 0.2
 
@@ -53,7 +55,7 @@ assert r["sleeps"] > 0, "intr never slept"
 print("ok: JSON report has every key and balances")
 PY
 check "EAL options before --" 0 "$testevd" --no-huge --no-pci -m 64 --file-prefix=tevd$$ -- --duration 0.3 --pattern steady --rate 1000
-check "compare, saturate" 0 "$testevd" --compare --duration 0.5 --pattern saturate --json "$tmp/cmp.json"
+check "compare, saturate, 2 rounds" 0 "$testevd" --compare --rounds 2 --duration 0.3 --pattern saturate --json "$tmp/cmp.json"
 python3 - "$tmp/cmp.json" <<'PY' || fail=1
 import json, sys
 a = json.load(open(sys.argv[1]))

@@ -35,7 +35,7 @@ usage(FILE *f, const char *prog)
 		"\n"
 		"Options:\n"
 		"  --policy SPEC     policy spec (default adaptive): poll, intr, adaptive,\n"
-		"                    adaptive:budget_us=N,max_budget_us=N,spin_pct=N,pause_ns=N\n"
+		"                    adaptive:budget_us=N,spin_pct=N,pause_ns=N\n"
 		"  --duration S      length of the pattern in seconds (default 10; 0.1..86400)\n"
 		"  --pattern NAME    arrival pattern (default demo):\n",
 		prog);
@@ -47,6 +47,8 @@ usage(FILE *f, const char *prog)
 		"  --json FILE       write the report as JSON ('-' for stdout); with\n"
 		"                    --compare, an array with one object per policy\n"
 		"  --compare         run the pattern under poll, intr and adaptive, one table\n"
+		"  --rounds N        with --compare: interleave the three runs N times and\n"
+		"                    add them up (default 1; 1..1000)\n"
 		"  --no-progress     no live progress line (it is shown only on a terminal)\n"
 		"  --help            this text\n"
 		"\n"
@@ -102,7 +104,7 @@ static int
 parse_opts(int argc, char **argv, struct opts *o)
 {
 	enum { O_POLICY = 256, O_DURATION, O_PATTERN, O_RATE, O_SEED, O_JSON, O_COMPARE,
-	       O_NOPROGRESS, O_MAXSLEEP, O_HELP };
+	       O_NOPROGRESS, O_MAXSLEEP, O_ROUNDS, O_HELP };
 	static const struct option lo[] = {
 		{ "policy", required_argument, NULL, O_POLICY },
 		{ "duration", required_argument, NULL, O_DURATION },
@@ -113,6 +115,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 		{ "compare", no_argument, NULL, O_COMPARE },
 		{ "no-progress", no_argument, NULL, O_NOPROGRESS },
 		{ "max-sleep-us", required_argument, NULL, O_MAXSLEEP },
+		{ "rounds", required_argument, NULL, O_ROUNDS },
 		{ "help", no_argument, NULL, O_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -151,6 +154,11 @@ parse_opts(int argc, char **argv, struct opts *o)
 				return bad(prog, "invalid --max-sleep-us '%s' (1..60000000)", optarg);
 			o->max_sleep_us = (uint32_t)u;
 			break;
+		case O_ROUNDS:
+			if (parse_u64(optarg, 1, 1000, &u) < 0)
+				return bad(prog, "invalid --rounds '%s' (1..1000)", optarg);
+			o->rounds = (unsigned int)u;
+			break;
 		case O_JSON:
 			if (*optarg == '\0')
 				return bad(prog, "empty --json file name%s", "");
@@ -173,6 +181,8 @@ parse_opts(int argc, char **argv, struct opts *o)
 	}
 	if (optind < argc)
 		return bad(prog, "unexpected argument '%s'", argv[optind]);
+	if (o->rounds > 1 && !o->compare)
+		return bad(prog, "--rounds needs --compare%s", "");
 	return 0;
 }
 
@@ -200,6 +210,7 @@ main(int argc, char **argv)
 		.rate = 20000,
 		.seed = 1,
 		.max_sleep_us = EVD_DEFAULT_MAX_SLEEP_US,
+		.rounds = 1,
 		.progress = isatty(STDOUT_FILENO),
 	};
 	char *eal_argv[64], prefix[64];

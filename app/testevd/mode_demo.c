@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The default mode: one pattern on the ring source under one policy. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "testevd.h"
@@ -8,30 +9,34 @@
 static int
 demo(const struct opts *o)
 {
-	struct result r;
-	int rc;
+	struct result *r = calloc(1, sizeof(*r));
+	int rc, status = 0;
 
+	if (r == NULL)
+		return EXIT_RUNTIME;
 	printf("testevd: pattern %s for %.1f s on the ring source, policy %s\n", o->pattern,
 	       o->duration_s, o->policy);
-	rc = run_ring(o, o->policy, &r);
+	rc = run_ring(o, o->policy, r);
 	if (rc < 0) {
 		fprintf(stderr, "testevd: run failed: %s\n", strerror(-rc));
+		free(r);
 		return EXIT_RUNTIME;
 	}
-	report_table(stdout, &r, 1);
+	report_table(stdout, r, 1);
 	if (o->json != NULL) {
-		rc = report_json(o->json, &r, 1, false);
+		rc = report_json(o->json, r, 1, false);
 		if (rc < 0) {
 			fprintf(stderr, "testevd: cannot write %s: %s\n", o->json, strerror(-rc));
-			return EXIT_RUNTIME;
+			status = EXIT_RUNTIME;
 		}
 	}
-	if (r.events_lost > 0 || r.lost_wakeups > 0) {
+	if (r->events_lost > 0 || r->lost_wakeups > 0) {
 		fprintf(stderr, "testevd: FAILED: %" PRIu64 " events lost, %" PRIu64 " lost wakeups\n",
-			r.events_lost, r.lost_wakeups);
-		return EXIT_LOSS;
+			r->events_lost, r->lost_wakeups);
+		status = EXIT_LOSS;
 	}
-	return 0;
+	free(r);
+	return status;
 }
 
 const struct mode mode_demo = { "demo", demo };

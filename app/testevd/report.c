@@ -62,6 +62,53 @@ hist_pct(const struct hist *h, double p)
 	return h->max;
 }
 
+void
+result_merge(struct result *acc, const struct result *one)
+{
+	if (acc->runs == 0) {
+		memcpy(acc->policy, one->policy, sizeof(acc->policy));
+		acc->source = one->source;
+		acc->pattern = one->pattern;
+	}
+	acc->runs++;
+	acc->events_sent += one->events_sent;
+	acc->events_delivered += one->events_delivered;
+	acc->events_lost += one->events_lost;
+	acc->lost_wakeups += one->lost_wakeups;
+	acc->ring_full += one->ring_full;
+	acc->sleeps += one->sleeps;
+	acc->wakeups += one->wakeups;
+	acc->spurious_wakeups += one->spurious_wakeups;
+	acc->repoll_hits += one->repoll_hits;
+	acc->sleep_timeouts += one->sleep_timeouts;
+	acc->mode_switches += one->mode_switches;
+	acc->wall_ns += one->wall_ns;
+	acc->cpu_ns += one->cpu_ns;
+	for (int m = 0; m < 3; m++)
+		acc->mode_ns[m] += one->mode_ns[m];
+	for (unsigned int b = 0; b < HIST_BUCKETS; b++)
+		acc->lat.b[b] += one->lat.b[b];
+	acc->lat.n += one->lat.n;
+	if (one->lat.max > acc->lat.max)
+		acc->lat.max = one->lat.max;
+}
+
+void
+result_finish(struct result *r)
+{
+	double tot = (double)(r->mode_ns[0] + r->mode_ns[1] + r->mode_ns[2]);
+
+	r->duration_s = (double)r->wall_ns / 1e9;
+	r->cpu_pct = r->wall_ns ? 100.0 * (double)r->cpu_ns / (double)r->wall_ns : 0;
+	r->events_per_s = r->wall_ns ? (double)r->events_delivered / r->duration_s : 0;
+	r->lat_us[0] = (double)hist_pct(&r->lat, 0.50) / 1000.0;
+	r->lat_us[1] = (double)hist_pct(&r->lat, 0.99) / 1000.0;
+	r->lat_us[2] = (double)hist_pct(&r->lat, 0.999) / 1000.0;
+	r->lat_us[3] = (double)r->lat.max / 1000.0;
+	for (int m = 0; m < 3; m++)
+		r->mode_pct[m] = tot > 0 ? 100.0 * (double)r->mode_ns[m] / tot : 0;
+}
+
 #define ROW(label, fmt, field)                                  \
 	do {                                                    \
 		fprintf(f, "  %-22s", label);                   \
@@ -112,6 +159,7 @@ json_one(FILE *f, const struct result *r, const char *ind)
 	fprintf(f, "%s  \"policy\": \"%s\",\n", ind, r->policy);
 	fprintf(f, "%s  \"source\": \"%s\",\n", ind, r->source);
 	fprintf(f, "%s  \"pattern\": \"%s\",\n", ind, r->pattern);
+	fprintf(f, "%s  \"runs\": %u,\n", ind, r->runs);
 	fprintf(f, "%s  \"duration_s\": %.3f,\n", ind, r->duration_s);
 	fprintf(f, "%s  \"events_sent\": %" PRIu64 ",\n", ind, r->events_sent);
 	fprintf(f, "%s  \"events_delivered\": %" PRIu64 ",\n", ind, r->events_delivered);

@@ -31,7 +31,7 @@ struct run {
 	struct evd_source *ring;
 	uint64_t tsc_mhz;
 	/* consumer side (loop thread) */
-	struct hist lat;
+	struct hist *lat;   /* the result's */
 	uint64_t delivered __rte_cache_aligned; /* atomic: read by the producer and the monitor */
 	/* producer side, on its own cache line */
 	uint64_t sent __rte_cache_aligned;      /* atomic */
@@ -166,7 +166,7 @@ consume(struct evd_source *src, void *burst, uint16_t n, void *arg)
 		/* vCPUs' TSCs can differ by a few cycles: clamp, never wrap */
 		uint64_t cyc = now > ev[i].stamp ? now - ev[i].stamp : 0;
 
-		hist_add(&r->lat, cyc * 1000 / r->tsc_mhz);
+		hist_add(r->lat, cyc * 1000 / r->tsc_mhz);
 	}
 	__atomic_store_n(&r->delivered, r->delivered + n, __ATOMIC_RELAXED);
 }
@@ -245,6 +245,11 @@ run_ring(const struct opts *o, const char *policy, struct result *res)
 	if (r == NULL)
 		return -ENOMEM;
 	memset(r, 0, sizeof(*r));
+	memset(res, 0, sizeof(*res));
+	snprintf(res->policy, sizeof(res->policy), "%s", policy);
+	res->source = "ring";
+	res->pattern = o->pattern;
+	r->lat = &res->lat;
 	r->o = o;
 	r->pat = pattern_find(o->pattern);
 	r->tsc_mhz = rte_get_tsc_hz() / 1000000;
@@ -281,34 +286,23 @@ run_ring(const struct opts *o, const char *policy, struct result *res)
 	evd_source_stats_get(r->ring, &ss);
 	wall = t1 - t0;
 
-	memset(res, 0, sizeof(*res));
-	snprintf(res->policy, sizeof(res->policy), "%s", policy);
-	res->source = "ring";
-	res->pattern = r->pat->name;
-	res->duration_s = (double)wall / 1e9;
 	res->events_sent = r->sent;
 	res->events_delivered = r->delivered;
 	res->events_lost = r->sent - r->delivered;
 	res->lost_wakeups = st.lost_wakeups;
 	res->ring_full = ss.full;
-	res->cpu_pct = 100.0 * (double)st.cpu_ns / (double)wall;
-	res->events_per_s = (double)r->delivered / res->duration_s;
-	res->lat_us[0] = (double)hist_pct(&r->lat, 0.50) / 1000.0;
-	res->lat_us[1] = (double)hist_pct(&r->lat, 0.99) / 1000.0;
-	res->lat_us[2] = (double)hist_pct(&r->lat, 0.999) / 1000.0;
-	res->lat_us[3] = (double)r->lat.max / 1000.0;
 	res->sleeps = st.sleeps;
 	res->wakeups = st.wakeups;
 	res->spurious_wakeups = st.spurious_wakeups;
 	res->repoll_hits = st.repoll_hits;
 	res->sleep_timeouts = st.sleep_timeouts;
 	res->mode_switches = st.mode_switches;
-	{
-		double tot = (double)(st.mode_ns[0] + st.mode_ns[1] + st.mode_ns[2]);
-
-		for (int m = 0; m < 3; m++)
-			res->mode_pct[m] = tot > 0 ? 100.0 * (double)st.mode_ns[m] / tot : 0;
-	}
+	res->wall_ns = wall;
+	res->cpu_ns = st.cpu_ns;
+	for (int m = 0; m < 3; m++)
+		res->mode_ns[m] = st.mode_ns[m];
+	res->runs = 1;
+	result_finish(res);
 out_remove:
 	evd_loop_remove(r->loop, r->ring);
 out_ring:

@@ -23,6 +23,7 @@ struct opts {
 	uint64_t seed;
 	uint32_t max_sleep_us;
 	bool compare;
+	unsigned int rounds;
 	bool progress;
 };
 
@@ -73,7 +74,15 @@ struct result {
 	double lat_us[4]; /* p50 p99 p999 max */
 	uint64_t sleeps, wakeups, spurious_wakeups, repoll_hits, sleep_timeouts, mode_switches;
 	double mode_pct[3]; /* poll pause sleep */
+	/* raw sums, from which result_finish() derives the figures above */
+	uint64_t wall_ns, cpu_ns, mode_ns[3];
+	unsigned int runs;
+	struct hist lat;
 };
+
+/* Add one run into an accumulator (zeroed first), then derive the figures. */
+void result_merge(struct result *acc, const struct result *one);
+void result_finish(struct result *r);
 
 int run_ring(const struct opts *o, const char *policy, struct result *r);
 

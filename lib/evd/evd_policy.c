@@ -91,36 +91,26 @@ static const struct evd_policy_ops intr_policy = {
  * Spinning through an idle gap costs the gap in CPU; sleeping costs a fixed
  * price B (arm, syscalls, wake, and the producer's doorbell). Spinning for B,
  * then sleeping, is never worse than twice the best choice made knowing the
- * gap in advance. B is measured on this machine at start.
- *
- * One correction on top: a sleep that is woken sooner than the budget was
- * not worth its price, and its doorbell slowed the producer, which makes the
- * next gap look longer than it is (under saturation this feeds itself).
- * So the budget doubles after such a short sleep, up to max_budget_us, and
- * halves back toward B after a sleep longer than four budgets. budget_us
- * fixes the budget instead.
+ * gap in advance. B is measured on this machine at start; budget_us
+ * overrides it.
  */
 struct adaptive {
-	uint64_t base_ns;   /* the calibrated (or given) budget */
-	uint64_t max_ns;    /* the budget never grows past this */
 	uint64_t budget_ns; /* busy time after the last event before sleeping */
-	uint32_t spin_pct;  /* part of the budget spent polling without pausing */
+	uint64_t spin_ns;   /* of which polling without pausing */
 	uint64_t pause_ns;
-	bool fixed;
 };
 
 static int
 adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct evd_policy_env *env,
 		void **state)
 {
-	uint64_t budget_us = UINT64_MAX, max_us = UINT64_MAX, spin_pct = 50, pause_ns = 1000;
+	uint64_t budget_us = UINT64_MAX, spin_pct = 50, pause_ns = 1000;
 	const struct {
 		const char *key;
 		uint64_t lo, hi;
 		uint64_t *dst;
 	} keys[] = {
 		{ "budget_us", 0, 1000000, &budget_us },
-		{ "max_budget_us", 1, 1000000, &max_us },
 		{ "spin_pct", 0, 100, &spin_pct },
 		{ "pause_ns", 1, 1000000, &pause_ns },
 	};
@@ -132,8 +122,8 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 		while (k < RTE_DIM(keys) && strcmp(p[i].key, keys[k].key) != 0)
 			k++;
 		if (k == RTE_DIM(keys)) {
-			EVD_LOG(ERR, "policy adaptive: unknown key '%s' "
-				"(keys: budget_us, max_budget_us, spin_pct, pause_ns)", p[i].key);
+			EVD_LOG(ERR, "policy adaptive: unknown key '%s' (keys: budget_us, spin_pct, pause_ns)",
+				p[i].key);
 			return -EINVAL;
 		}
 		if (p[i].value < keys[k].lo || p[i].value > keys[k].hi) {
@@ -143,24 +133,15 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 		}
 		*keys[k].dst = p[i].value;
 	}
-	if (budget_us != UINT64_MAX && max_us != UINT64_MAX) {
-		EVD_LOG(ERR, "policy adaptive: budget_us fixes the budget; max_budget_us does not apply");
-		return -EINVAL;
-	}
 	a = calloc(1, sizeof(*a));
 	if (a == NULL)
 		return -ENOMEM;
-	a->fixed = budget_us != UINT64_MAX;
-	a->base_ns = a->fixed ? budget_us * 1000 : env->sleep_wake_ns;
-	a->max_ns = max_us != UINT64_MAX ? max_us * 1000 : 32 * a->base_ns;
-	if (a->max_ns < a->base_ns)
-		a->max_ns = a->base_ns;
-	a->budget_ns = a->base_ns;
-	a->spin_pct = (uint32_t)spin_pct;
+	a->budget_ns = budget_us != UINT64_MAX ? budget_us * 1000 : env->sleep_wake_ns;
+	a->spin_ns = a->budget_ns * spin_pct / 100;
 	a->pause_ns = pause_ns;
-	EVD_LOG(DEBUG, "policy adaptive: budget %" PRIu64 " ns (%s, max %" PRIu64 " ns), spin %u%%, "
-		"pause %" PRIu64 " ns", a->base_ns, a->fixed ? "fixed" : "calibrated", a->max_ns,
-		a->spin_pct, a->pause_ns);
+	EVD_LOG(DEBUG, "policy adaptive: budget %" PRIu64 " ns (%s), spin %" PRIu64 " ns, pause %"
+		PRIu64 " ns", a->budget_ns, budget_us != UINT64_MAX ? "given" : "calibrated",
+		a->spin_ns, a->pause_ns);
 	*state = a;
 	return 0;
 }
@@ -176,7 +157,7 @@ adaptive_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
 {
 	const struct adaptive *a = st;
 
-	if (in->idle_ns * 100 < a->budget_ns * a->spin_pct)
+	if (in->idle_ns < a->spin_ns)
 		return EVD_ACTION_POLL;
 	if (in->idle_ns < a->budget_ns) {
 		*arg = a->pause_ns;
@@ -186,26 +167,11 @@ adaptive_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
 	return EVD_ACTION_SLEEP;
 }
 
-static void
-adaptive_on_wake(void *st, uint64_t now, uint64_t slept_ns, enum evd_wake_reason why)
-{
-	struct adaptive *a = st;
-
-	RTE_SET_USED(now);
-	if (a->fixed)
-		return;
-	if ((why == EVD_WAKE_NOTIFY || why == EVD_WAKE_REPOLL) && slept_ns < a->budget_ns)
-		a->budget_ns = RTE_MIN(a->budget_ns * 2, a->max_ns);
-	else if (slept_ns > 4 * a->budget_ns || why == EVD_WAKE_TIMEOUT)
-		a->budget_ns = RTE_MAX(a->budget_ns / 2, a->base_ns);
-}
-
 static const struct evd_policy_ops adaptive_policy = {
 	.name = "adaptive",
 	.create = adaptive_create,
 	.destroy = adaptive_destroy,
 	.decide = adaptive_decide,
-	.on_wake = adaptive_on_wake,
 	.needs_env = 1,
 };
 

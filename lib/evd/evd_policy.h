@@ -15,13 +15,11 @@
  * - `poll`: always poll again (lowest latency, 100% CPU).
  * - `intr`: arm and sleep as soon as a round is empty.
  * - `adaptive` (default): keep the core busy for a budget after the last
- *   completion (poll, then pause), then arm and sleep. The budget starts at
- *   this machine's measured sleep-and-wake cost; it doubles after a sleep
- *   woken sooner than the budget and halves back after a long one. Keys:
- *   `budget_us` (fix the budget, 0..1000000), `max_budget_us` (cap of the
- *   doubling, 1..1000000; default 32 x the measured cost), `spin_pct` (part
- *   of the budget spent polling before pausing, 0..100; default 50),
- *   `pause_ns` (length of one pause, 1..1000000; default 1000).
+ *   completion (poll, then pause), then arm and sleep. The budget is this
+ *   machine's measured sleep-and-wake cost (ski rental). Keys: `budget_us`
+ *   (set the budget instead, 0..1000000), `spin_pct` (part of the budget
+ *   spent polling before pausing, 0..100; default 50), `pause_ns` (length of
+ *   one pause, 1..1000000; default 1000).
  *
  * A user policy fills struct evd_policy_ops and calls evd_policy_register();
  * its name is then usable in specs. Policy callbacks run on the loop thread.
