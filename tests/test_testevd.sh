@@ -5,7 +5,7 @@
 set -u
 testevd=$1
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+trap 'rm -rf "$tmp"; rmdir /var/run/dpdk/tevd$$ 2>/dev/null' EXIT
 fail=0
 check() { # check DESCRIPTION WANTED_STATUS CMD...
 	local what=$1 want=$2

@@ -23,6 +23,19 @@
 
 static const struct mode *const modes[] = { &mode_demo, &mode_compare };
 
+/* The runtime directory of the file prefix testevd made up. EAL leaves it
+ * behind (its telemetry socket goes in an exit handler registered after
+ * ours, so ours runs last): remove it, so that runs do not litter
+ * /var/run/dpdk. */
+static char runtime_dir[PATH_MAX];
+
+static void
+remove_runtime_dir(void)
+{
+	if (runtime_dir[0] != '\0')
+		rmdir(runtime_dir);
+}
+
 static void
 usage(FILE *f, const char *prog)
 {
@@ -214,6 +227,7 @@ main(int argc, char **argv)
 		.progress = isatty(STDOUT_FILENO),
 	};
 	char *eal_argv[64], prefix[64];
+	bool own_prefix = false;
 	int eal_argc = 0, n_eal = 0, dash = -1, rc;
 
 	for (int i = 1; i < argc; i++)
@@ -245,6 +259,7 @@ main(int argc, char **argv)
 		eal_argv[eal_argc++] = "128";
 		eal_argv[eal_argc++] = "--no-shconf";
 		eal_argv[eal_argc++] = prefix;
+		own_prefix = true;
 	}
 	if (!has_opt(n_eal + 1, argv, pci_opts))
 		eal_argv[eal_argc++] = "--no-pci";
@@ -274,11 +289,14 @@ main(int argc, char **argv)
 		fclose(f);
 	}
 
+	atexit(remove_runtime_dir);
 	rc = rte_eal_init(eal_argc, eal_argv);
 	if (rc < 0) {
 		fprintf(stderr, "%s: EAL initialisation failed: %s\n", argv[0], rte_strerror(rte_errno));
 		return EXIT_RUNTIME;
 	}
+	if (own_prefix)
+		snprintf(runtime_dir, sizeof(runtime_dir), "%s", rte_eal_get_runtime_dir());
 	rc = modes[o.compare ? 1 : 0]->run(&o);
 	rte_eal_cleanup();
 	return rc;
