@@ -54,7 +54,7 @@ assert r["events_lost"] == 0 and r["lost_wakeups"] == 0, r
 assert r["sleeps"] > 0, "intr never slept"
 print("ok: JSON report has every key and balances")
 PY
-check "EAL options before --" 0 "$testevd" --no-huge --no-pci -m 64 --file-prefix=tevd$$ -- --duration 0.3 --pattern steady --rate 1000
+check "EAL options before --" 0 "$testevd" --no-huge --no-pci -m 64 --no-shconf --file-prefix=tevd$$ -- --duration 0.3 --pattern steady --rate 1000
 check "compare, saturate, 2 rounds" 0 "$testevd" --compare --rounds 2 --duration 0.3 --pattern saturate --json "$tmp/cmp.json"
 python3 - "$tmp/cmp.json" <<'PY' || fail=1
 import json, sys
