@@ -10,6 +10,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <evd.h>
+
 #define CHECK(cond)                                                                       \
 	do {                                                                              \
 		if (!(cond)) {                                                            \
@@ -51,6 +53,16 @@ test_sleep_us(uint64_t us)
 	struct timespec ts = { .tv_sec = (time_t)(us / 1000000), .tv_nsec = (long)(us % 1000000) * 1000 };
 
 	nanosleep(&ts, NULL);
+}
+
+/* A handler that ignores what it is given. */
+static inline void
+test_nop(struct evd_source *s, void *b, uint16_t n, void *a)
+{
+	(void)s;
+	(void)b;
+	(void)n;
+	(void)a;
 }
 
 /* A virtual clock (SPDK style): tests move it by hand. */

@@ -6,12 +6,6 @@
 #include "evd_test.h"
 #include "strict_source.h"
 
-static void
-nop(struct evd_source *s, void *b, uint16_t n, void *a)
-{
-	(void)s; (void)b; (void)n; (void)a;
-}
-
 /* A poll-only source: a counter, no fd. */
 struct counter_source {
 	struct evd_source src;
@@ -55,14 +49,14 @@ test_create_and_add_errors(void)
 	CHECK_EQ(strcmp(evd_loop_policy_name(loop), "adaptive"), 0);
 
 	/* a source without a poll op is refused at registration */
-	CHECK_EQ(evd_source_init(&bad, &no_poll_ops, "bad", nop, NULL), -EINVAL);
+	CHECK_EQ(evd_source_init(&bad, &no_poll_ops, "bad", test_nop, NULL), -EINVAL);
 	memset(&bad, 0, sizeof(bad));
 	bad.ops = &no_poll_ops;
-	bad.handler = nop;
+	bad.handler = test_nop;
 	CHECK_EQ(evd_loop_add(loop, &bad), -EINVAL);
 	CHECK_EQ(evd_loop_add(loop, NULL), -EINVAL);
 
-	CHECK_EQ(evd_source_init(&c.src, &counter_ops, "c", nop, NULL), 0);
+	CHECK_EQ(evd_source_init(&c.src, &counter_ops, "c", test_nop, NULL), 0);
 	CHECK_EQ(evd_loop_add(loop, &c.src), 0);
 	CHECK_EQ(evd_loop_add(loop, &c.src), -EINVAL); /* already on a loop */
 	CHECK_EQ(evd_loop_remove(loop, &c.src), 0);
@@ -86,9 +80,9 @@ test_poll_only_bound(void)
 	uint64_t t0;
 
 	CHECK_EQ(evd_loop_create(&conf, &loop), 0);
-	CHECK_EQ(evd_ring_create("ring", 16, nop, NULL, &ring), 0);
+	CHECK_EQ(evd_ring_create("ring", 16, test_nop, NULL, &ring), 0);
 	CHECK_EQ(evd_loop_add(loop, ring), 0);
-	CHECK_EQ(evd_source_init(&c.src, &counter_ops, "c", nop, NULL), 0);
+	CHECK_EQ(evd_source_init(&c.src, &counter_ops, "c", test_nop, NULL), 0);
 	CHECK_EQ(evd_loop_add(loop, &c.src), 0);
 	t0 = test_now_ns();
 	for (int i = 0; i < 20; i++)
@@ -199,8 +193,8 @@ test_error_callback(void)
 	struct evd_source_stats ss;
 
 	CHECK_EQ(evd_loop_create(&conf, &loop), 0);
-	CHECK_EQ(evd_source_init(&bad.src, &counter_ops, "bad", nop, NULL), 0);
-	CHECK_EQ(evd_source_init(&good.src, &counter_ops, "good", nop, NULL), 0);
+	CHECK_EQ(evd_source_init(&bad.src, &counter_ops, "bad", test_nop, NULL), 0);
+	CHECK_EQ(evd_source_init(&good.src, &counter_ops, "good", test_nop, NULL), 0);
 	bad.fail = 1;
 	good.items = 5;
 	CHECK_EQ(evd_loop_add(loop, &bad.src), 0);

@@ -98,12 +98,6 @@ test_spec_ok(void)
 	}
 }
 
-static void
-nop(struct evd_source *s, void *b, uint16_t n, void *a)
-{
-	(void)s; (void)b; (void)n; (void)a;
-}
-
 /* adaptive:budget_us=100,spin_pct=40 on a virtual clock: poll for 40 us
  * after the last event, pause until 100 us, then sleep. */
 static void
@@ -122,7 +116,7 @@ test_adaptive_decisions(void)
 	struct evd_source *r;
 
 	CHECK_EQ(evd_loop_create(&conf, &loop), 0);
-	CHECK_EQ(evd_ring_create("r", 16, nop, NULL, &r), 0);
+	CHECK_EQ(evd_ring_create("r", 16, test_nop, NULL, &r), 0);
 	CHECK_EQ(evd_loop_add(loop, r), 0);
 	CHECK_EQ(evd_ring_post(r, &ev), 0);
 	CHECK_EQ(evd_loop_step(loop), 1);   /* the last event: idle starts now */

@@ -8,12 +8,6 @@
 #include "evd_test.h"
 
 static void
-nop(struct evd_source *s, void *b, uint16_t n, void *a)
-{
-	(void)s; (void)b; (void)n; (void)a;
-}
-
-static void
 test_exact_counts_and_reset(void)
 {
 	struct evd_loop_conf conf = { .policy = "poll", .burst = 8 };
@@ -24,8 +18,8 @@ test_exact_counts_and_reset(void)
 	struct evd_source *a, *b;
 
 	CHECK_EQ(evd_loop_create(&conf, &loop), 0);
-	CHECK_EQ(evd_ring_create("a", 64, nop, NULL, &a), 0);
-	CHECK_EQ(evd_ring_create("b", 64, nop, NULL, &b), 0);
+	CHECK_EQ(evd_ring_create("a", 64, test_nop, NULL, &a), 0);
+	CHECK_EQ(evd_ring_create("b", 64, test_nop, NULL, &b), 0);
 	CHECK_EQ(evd_loop_add(loop, a), 0);
 	CHECK_EQ(evd_loop_add(loop, b), 0);
 	CHECK_EQ(evd_ring_post_burst(a, ev, 20), 20);
@@ -112,7 +106,7 @@ test_read_while_running(void)
 	uint64_t t0, wall;
 
 	CHECK_EQ(evd_loop_create(&conf, &l.loop), 0);
-	CHECK_EQ(evd_ring_create("live", 1024, nop, NULL, &l.ring), 0);
+	CHECK_EQ(evd_ring_create("live", 1024, test_nop, NULL, &l.ring), 0);
 	CHECK_EQ(evd_loop_add(l.loop, l.ring), 0);
 	t0 = test_now_ns();
 	CHECK_EQ(pthread_create(&r, NULL, runner, &l), 0);

@@ -22,12 +22,6 @@ run(void *arg)
 	return NULL;
 }
 
-static void
-nop(struct evd_source *s, void *b, uint16_t n, void *a)
-{
-	(void)s; (void)b; (void)n; (void)a;
-}
-
 /* The loop sleeps with a 60 s bound and one idle ring; stop must end it.
  * The join is bounded so that a missed wake fails instead of hanging. */
 static void
@@ -41,7 +35,7 @@ stop_sleeping_loop(const char *policy)
 	pthread_t th;
 
 	CHECK_EQ(evd_loop_create(&conf, &r.loop), 0);
-	CHECK_EQ(evd_ring_create("idle", 16, nop, NULL, &ring), 0);
+	CHECK_EQ(evd_ring_create("idle", 16, test_nop, NULL, &ring), 0);
 	CHECK_EQ(evd_loop_add(r.loop, ring), 0);
 	CHECK_EQ(pthread_create(&th, NULL, run, &r), 0);
 	do {
