@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef EVD_IBV_H
+#define EVD_IBV_H
+
+/**
+ * @file
+ * net-ib: RDMA verbs completion queues as evd sources.
+ *
+ * A CQ source polls its CQ lock-free on the loop's thread and hands bursts of
+ * struct ibv_wc to the handler (error completions included: check status).
+ * When the loop sleeps, the source arms the CQ with ibv_req_notify_cq(), the
+ * loop re-polls it (IBTA only promises an event for completions added after
+ * the arm) and waits on the CQ's completion channel, which the driver makes
+ * non-blocking and which must be dedicated to this CQ. Notifications are
+ * consumed with ibv_get_cq_event() and acknowledged in batches with
+ * ibv_ack_cq_events(); every event read is acknowledged before the source
+ * is destroyed, so ibv_destroy_cq() never waits forever.
+ *
+ * CQs created by the driver use ibv_create_cq_ex() with
+ * IBV_CREATE_CQ_ATTR_SINGLE_THREADED (mlx5 then takes no lock) and are
+ * polled with ibv_start_poll()/ibv_next_poll()/ibv_end_poll(). CQs adopted
+ * from the application are polled with ibv_poll_cq().
+ *
+ * An async source (evd_ibv_async_create()) reads the device's async events:
+ * IBV_EVENT_CQ_ERR is reported by the failing CQ source through its loop's
+ * on_error callback and stats (on that loop's thread); port and device
+ * events reach the async source's handler, and a fatal device error is also
+ * reported through on_error. The loops keep serving their other sources.
+ *
+ * Every function returns 0 (or a count) or a negative errno; libibverbs'
+ * mixed conventions (NULL + errno, positive errno, -1) end at this edge.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <infiniband/verbs.h>
+
+#include <evd.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Options of a CQ source. Zero-initialise, then set what you need. */
+struct evd_ibv_cq_conf {
+	/** Created CQs: minimum number of entries (0 gives 1024). */
+	uint32_t cqe;
+	/** Created CQs: completion vector. */
+	uint32_t comp_vector;
+	/** Created CQs: IBV_WC_EX_WITH_* fields to read besides byte_len,
+	 * imm_data and qp_num (e.g. IBV_WC_EX_WITH_SRC_QP). */
+	uint64_t wc_flags;
+	/** Arm for solicited completions only while the loop sleeps. */
+	bool solicited_only;
+	/** ibv_modify_cq() moderation: completions per event (0: leave as is). */
+	uint16_t moderation_count;
+	/** ibv_modify_cq() moderation: period in microseconds (0: leave as is). */
+	uint16_t moderation_period_us;
+	/** Notifications acknowledged per ibv_ack_cq_events() call (0 gives 16). */
+	uint32_t ack_batch;
+};
+
+/** Counters of a CQ source (besides the loop's per-source stats). */
+struct evd_ibv_cq_stats {
+	uint64_t completions;       /**< Work completions handed to the handler. */
+	uint64_t error_completions; /**< Of those, with status != IBV_WC_SUCCESS. */
+	uint64_t events;            /**< Notifications consumed (ibv_get_cq_event). */
+	uint64_t events_acked;      /**< Notifications acknowledged (ibv_ack_cq_events). */
+	uint64_t poll_errors;       /**< Polls that failed (CQ in error, overrun). */
+	uint64_t cq_errors;         /**< IBV_EVENT_CQ_ERR async events for this CQ. */
+};
+
+/**
+ * Create a CQ and its completion channel on @p ctx and make it a source.
+ * Control path. The handler receives struct ibv_wc bursts.
+ *
+ * @return 0; -EINVAL (NULL arguments, bad conf); -EOPNOTSUPP if the provider
+ *   has no ibv_create_cq_ex() or no moderation while it was asked for; or
+ *   the errno libibverbs reported.
+ */
+int evd_ibv_cq_create(struct ibv_context *ctx, const char *name, const struct evd_ibv_cq_conf *conf,
+		      evd_handler_t handler, void *arg, struct evd_source **out);
+
+/**
+ * Make a source of a CQ the application created (ibv_create_cq()) with a
+ * completion channel dedicated to it. The CQ and the channel stay the
+ * application's: evd_source_destroy() acknowledges every event it read and
+ * leaves them; destroy them after it. cq_context is not touched.
+ *
+ * @return 0; -EINVAL (NULL, or a CQ without a completion channel); -EOPNOTSUPP
+ *   for moderation the provider lacks; or the errno libibverbs reported.
+ */
+int evd_ibv_cq_adopt(struct ibv_cq *cq, const char *name, const struct evd_ibv_cq_conf *conf,
+		     evd_handler_t handler, void *arg, struct evd_source **out);
+
+/** The CQ behind a CQ source (to create QPs on it); NULL if not one. */
+struct ibv_cq *evd_ibv_cq_get(const struct evd_source *src);
+
+/** Read a CQ source's counters. Any thread. @return 0; -EINVAL. */
+int evd_ibv_cq_stats_get(const struct evd_source *src, struct evd_ibv_cq_stats *st);
+
+/**
+ * A source for the async events of @p ctx (its async_fd, made non-blocking).
+ * The handler receives struct ibv_async_event bursts, before the driver acks
+ * them. IBV_EVENT_CQ_ERR is also routed to the CQ source it names.
+ *
+ * @return 0; -EINVAL; -ENOMEM; -EBUSY if @p ctx already has one.
+ */
+int evd_ibv_async_create(struct ibv_context *ctx, const char *name, evd_handler_t handler, void *arg,
+			 struct evd_source **out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* EVD_IBV_H */
