@@ -4,6 +4,7 @@
 # --help tells the truth, short runs lose nothing and write the JSON keys.
 set -u
 testevd=$1
+verbs=${2:-}   # --with-verbs when the net-ib driver was built
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"; rmdir /var/run/dpdk/tevd$$ 2>/dev/null' EXIT
 fail=0
@@ -73,4 +74,27 @@ assert r["events_sent"] == 0 and r["sleeps"] > 0, r
 assert r["mode_time_pct"]["sleep"] > 50, r
 print("ok: idle run spends its time asleep")
 PY
+check "semantics without verbs-emu" 2 "$testevd" --semantics considerate
+check "device without verbs" 2 "$testevd" --device mlx5_0
+check "bad semantics" 2 "$testevd" --source verbs-emu --semantics lazy
+if [ "$verbs" = --with-verbs ]; then
+	check "verbs without device" 2 "$testevd" --source verbs
+	check "verbs, no such device" 3 "$testevd" --source verbs --device nosuch0 --duration 0.2
+	for sem in strict considerate; do
+		check "verbs-emu $sem, compare" 0 "$testevd" --source verbs-emu --semantics $sem --compare \
+			--duration 0.4 --json "$tmp/emu-$sem.json"
+		python3 - "$tmp/emu-$sem.json" <<'PY' || fail=1
+import json, sys
+a = json.load(open(sys.argv[1]))
+assert [r["source"] for r in a] == ["verbs-emu"] * 3, a
+for r in a:
+    assert r["events_sent"] > 0 and r["events_sent"] == r["events_delivered"], r
+    assert r["lost_wakeups"] == 0 and r["errors"] == 0, r
+assert a[1]["sleeps"] > 0, "intr never slept on the emulated CQ"
+print("ok: verbs-emu reports balance")
+PY
+	done
+else
+	check "verbs-emu absent" 2 "$testevd" --source verbs-emu
+fi
 exit $fail

@@ -47,6 +47,13 @@ usage(FILE *f, const char *prog)
 		"the ring source under the adaptive policy.\n"
 		"\n"
 		"Options:\n"
+		"  --source KIND     where events come from (default ring):\n"
+		"                      ring       the software event ring\n"
+		"                      verbs-emu  a verbs CQ on the emulated HCA (net-ib)\n"
+		"                      verbs      a loopback RC QP on a real device (net-ib)\n"
+		"  --semantics S     verbs-emu notification: strict (IBTA, default) or\n"
+		"                    considerate (mlx5: arming fires for queued completions)\n"
+		"  --device NAME     verbs: the RDMA device (see ibv_devices)\n"
 		"  --policy SPEC     policy spec (default adaptive): poll, intr, adaptive,\n"
 		"                    adaptive:budget_us=N,spin_pct=N,pause_ns=N\n"
 		"  --duration S      length of the pattern in seconds (default 10; 0.1..86400)\n"
@@ -117,7 +124,7 @@ static int
 parse_opts(int argc, char **argv, struct opts *o)
 {
 	enum { O_POLICY = 256, O_DURATION, O_PATTERN, O_RATE, O_SEED, O_JSON, O_COMPARE,
-	       O_NOPROGRESS, O_MAXSLEEP, O_ROUNDS, O_HELP };
+	       O_NOPROGRESS, O_MAXSLEEP, O_ROUNDS, O_SOURCE, O_SEMANTICS, O_DEVICE, O_HELP };
 	static const struct option lo[] = {
 		{ "policy", required_argument, NULL, O_POLICY },
 		{ "duration", required_argument, NULL, O_DURATION },
@@ -129,6 +136,9 @@ parse_opts(int argc, char **argv, struct opts *o)
 		{ "no-progress", no_argument, NULL, O_NOPROGRESS },
 		{ "max-sleep-us", required_argument, NULL, O_MAXSLEEP },
 		{ "rounds", required_argument, NULL, O_ROUNDS },
+		{ "source", required_argument, NULL, O_SOURCE },
+		{ "semantics", required_argument, NULL, O_SEMANTICS },
+		{ "device", required_argument, NULL, O_DEVICE },
 		{ "help", no_argument, NULL, O_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -167,6 +177,23 @@ parse_opts(int argc, char **argv, struct opts *o)
 				return bad(prog, "invalid --max-sleep-us '%s' (1..60000000)", optarg);
 			o->max_sleep_us = (uint32_t)u;
 			break;
+		case O_SOURCE:
+			if (source_kind_find(optarg) == NULL)
+				return bad(prog, "unknown --source '%s' (ring; verbs-emu and verbs need "
+					   "the net-ib driver, built with libibverbs)", optarg);
+			o->source = optarg;
+			break;
+		case O_SEMANTICS:
+			if (strcmp(optarg, "strict") != 0 && strcmp(optarg, "considerate") != 0)
+				return bad(prog, "invalid --semantics '%s' (strict or considerate)", optarg);
+			o->semantics = optarg;
+			o->semantics_given = true;
+			break;
+		case O_DEVICE:
+			if (*optarg == '\0')
+				return bad(prog, "empty --device%s", "");
+			o->device = optarg;
+			break;
 		case O_ROUNDS:
 			if (parse_u64(optarg, 1, 1000, &u) < 0)
 				return bad(prog, "invalid --rounds '%s' (1..1000)", optarg);
@@ -196,6 +223,12 @@ parse_opts(int argc, char **argv, struct opts *o)
 		return bad(prog, "unexpected argument '%s'", argv[optind]);
 	if (o->rounds > 1 && !o->compare)
 		return bad(prog, "--rounds needs --compare%s", "");
+	if (strcmp(o->source, "verbs") == 0 && o->device == NULL)
+		return bad(prog, "--source verbs needs --device NAME%s", "");
+	if (o->device != NULL && strcmp(o->source, "verbs") != 0)
+		return bad(prog, "--device applies to --source verbs only%s", "");
+	if (o->semantics_given && strcmp(o->source, "verbs-emu") != 0)
+		return bad(prog, "--semantics applies to --source verbs-emu only%s", "");
 	return 0;
 }
 
@@ -217,6 +250,8 @@ main(int argc, char **argv)
 						"--single-file-segments", "--legacy-mem", NULL };
 	static const char *const pci_opts[] = { "--no-pci", "-a", "--allow", "-b", "--block", NULL };
 	struct opts o = {
+		.source = "ring",
+		.semantics = "strict",
 		.policy = "adaptive",
 		.pattern = "demo",
 		.duration_s = 10,

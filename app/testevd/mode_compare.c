@@ -23,8 +23,8 @@ compare(const struct opts *o)
 	if (acc == NULL)
 		return EXIT_RUNTIME;
 	one = &acc[N_POLICIES];
-	printf("testevd: pattern %s for %.1f s on the ring source, policies poll, intr, adaptive,"
-	       " %u round(s)\n", o->pattern, o->duration_s, o->rounds);
+	printf("testevd: pattern %s for %.1f s on the %s source, policies poll, intr, adaptive,"
+	       " %u round(s)\n", o->pattern, o->duration_s, o->source, o->rounds);
 	for (unsigned int k = 0; k < o->rounds; k++) {
 		for (unsigned int i = 0; i < N_POLICIES; i++) {
 			/* adaptive takes its tuning from --policy when that names it */
@@ -34,7 +34,7 @@ compare(const struct opts *o)
 
 			printf("  round %u: %s ...\n", k + 1, p);
 			fflush(stdout);
-			rc = run_ring(o, p, one);
+			rc = run_pattern(o, p, one);
 			if (rc < 0) {
 				fprintf(stderr, "testevd: run %s failed: %s\n", p, strerror(-rc));
 				free(acc);

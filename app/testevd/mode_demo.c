@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The default mode: one pattern on the ring source under one policy. */
+/* The default mode: one pattern through one source kind under one policy. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,9 +14,9 @@ demo(const struct opts *o)
 
 	if (r == NULL)
 		return EXIT_RUNTIME;
-	printf("testevd: pattern %s for %.1f s on the ring source, policy %s\n", o->pattern,
-	       o->duration_s, o->policy);
-	rc = run_ring(o, o->policy, r);
+	printf("testevd: pattern %s for %.1f s on the %s source, policy %s\n", o->pattern,
+	       o->duration_s, o->source, o->policy);
+	rc = run_pattern(o, o->policy, r);
 	if (rc < 0) {
 		fprintf(stderr, "testevd: run failed: %s\n", strerror(-rc));
 		free(r);

@@ -75,6 +75,7 @@ result_merge(struct result *acc, const struct result *one)
 	acc->events_delivered += one->events_delivered;
 	acc->events_lost += one->events_lost;
 	acc->lost_wakeups += one->lost_wakeups;
+	acc->errors += one->errors;
 	acc->ring_full += one->ring_full;
 	acc->sleeps += one->sleeps;
 	acc->wakeups += one->wakeups;
@@ -127,6 +128,7 @@ report_table(FILE *f, const struct result *r, unsigned int n)
 	for (unsigned int i = 0; i < n; i++)
 		fprintf(f, " %14s", "--------------");
 	fputc('\n', f);
+	ROW("source", "s", source);
 	ROW("pattern", "s", pattern);
 	ROW("duration (s)", ".2f", duration_s);
 	ROW("events sent", PRIu64, events_sent);
@@ -148,6 +150,7 @@ report_table(FILE *f, const struct result *r, unsigned int n)
 	ROW("sleep timeouts", PRIu64, sleep_timeouts);
 	ROW("mode switches", PRIu64, mode_switches);
 	ROW("ring full (retried)", PRIu64, ring_full);
+	ROW("source errors", PRIu64, errors);
 	ROW("lost wakeups", PRIu64, lost_wakeups);
 	fputc('\n', f);
 }
@@ -166,6 +169,7 @@ json_one(FILE *f, const struct result *r, const char *ind)
 	fprintf(f, "%s  \"events_lost\": %" PRIu64 ",\n", ind, r->events_lost);
 	fprintf(f, "%s  \"events_per_s\": %.1f,\n", ind, r->events_per_s);
 	fprintf(f, "%s  \"lost_wakeups\": %" PRIu64 ",\n", ind, r->lost_wakeups);
+	fprintf(f, "%s  \"errors\": %" PRIu64 ",\n", ind, r->errors);
 	fprintf(f, "%s  \"cpu_pct\": %.3f,\n", ind, r->cpu_pct);
 	fprintf(f, "%s  \"latency_us\": {\"p50\": %.3f, \"p99\": %.3f, \"p999\": %.3f, \"max\": %.3f},\n",
 		ind, r->lat_us[0], r->lat_us[1], r->lat_us[2], r->lat_us[3]);

@@ -15,6 +15,9 @@
 #define EXIT_RUNTIME 3 /* EAL or library failure */
 
 struct opts {
+	const char *source;    /* ring, verbs-emu, verbs */
+	const char *semantics; /* verbs-emu: strict, considerate */
+	const char *device;    /* verbs: the RDMA device */
 	const char *policy;
 	const char *pattern;
 	const char *json;
@@ -23,6 +26,7 @@ struct opts {
 	uint64_t seed;
 	uint32_t max_sleep_us;
 	bool compare;
+	bool semantics_given;
 	unsigned int rounds;
 	bool progress;
 };
@@ -68,6 +72,7 @@ struct result {
 	uint64_t events_delivered;
 	uint64_t events_lost;
 	uint64_t lost_wakeups;
+	uint64_t errors;    /* source failures reported by the loop or the source */
 	uint64_t ring_full;
 	double cpu_pct;
 	double events_per_s;
@@ -84,7 +89,9 @@ struct result {
 void result_merge(struct result *acc, const struct result *one);
 void result_finish(struct result *r);
 
-int run_ring(const struct opts *o, const char *policy, struct result *r);
+int run_pattern(const struct opts *o, const char *policy, struct result *r);
+/* The source kinds this build has (NULL: unknown or not built). */
+const struct source_kind *source_kind_find(const char *name);
 
 void report_table(FILE *f, const struct result *r, unsigned int n);
 int report_json(const char *path, const struct result *r, unsigned int n, bool array);

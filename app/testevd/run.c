@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * One run on the ring source: a producer thread (not an EAL thread) replays
- * a pattern, stamping each event with the TSC; the loop, on the calling
- * lcore, delivers them under one policy; a monitor thread reads the loop's
- * stats while it runs and draws the progress line.
+ * One run: a producer thread (not an EAL thread) replays a pattern through a
+ * source kind (ring, emulated verbs CQ, real verbs QP), stamping each event
+ * with the TSC; the loop, on the calling lcore, delivers them under one
+ * policy; a monitor thread reads the loop's stats while it runs and draws
+ * the progress line.
  */
 #include <errno.h>
 #include <math.h>
@@ -19,25 +20,9 @@
 
 #include <evd.h>
 
-#include "testevd.h"
+#include "run.h"
 
-#define RING_SIZE 16384
 #define DRAIN_LIMIT_NS (2ull * 1000 * 1000 * 1000)
-
-struct run {
-	const struct opts *o;
-	const struct pattern *pat;
-	struct evd_loop *loop;
-	struct evd_source *ring;
-	uint64_t tsc_mhz;
-	/* consumer side (loop thread) */
-	struct hist *lat;   /* the result's */
-	uint64_t delivered __rte_cache_aligned; /* atomic: read by the producer and the monitor */
-	/* producer side, on its own cache line */
-	uint64_t sent __rte_cache_aligned;      /* atomic */
-	uint32_t phase;     /* atomic: index of the current phase */
-	int done;           /* atomic: monitor stops */
-};
 
 static uint64_t
 now_ns(void)
@@ -84,22 +69,9 @@ exp_gap(uint64_t *rnd, double mean_ns)
 }
 
 static void
-post_all(struct run *r, struct evd_event *ev, uint32_t n)
+post_all(struct run *r, uint32_t n)
 {
-	uint32_t done = 0;
-	uint64_t stamp = rte_rdtsc();
-
-	for (uint32_t i = 0; i < n; i++)
-		ev[i].stamp = stamp;
-	while (done < n) {
-		int rc = evd_ring_post_burst(r->ring, ev + done, n - done);
-
-		if (rc < 0) { /* -ENOBUFS (counted by the ring): retry, never drop */
-			rte_pause();
-			continue;
-		}
-		done += (uint32_t)rc;
-	}
+	r->kind->post(r, n, rte_rdtsc());
 	__atomic_fetch_add(&r->sent, n, __ATOMIC_RELAXED);
 }
 
@@ -107,13 +79,11 @@ static void *
 producer(void *arg)
 {
 	struct run *r = arg;
-	struct evd_event ev[32];
 	uint64_t rnd = r->o->seed * 0x9e3779b97f4a7c15ull + 1;
 	uint64_t start = now_ns(), end_all;
 	uint64_t total_ns = (uint64_t)(r->o->duration_s * 1e9);
 	uint64_t phase_start = start;
 
-	memset(ev, 0, sizeof(ev));
 	for (unsigned int p = 0; p < r->pat->n_phases; p++) {
 		const struct phase *ph = &r->pat->phases[p];
 		uint64_t phase_end = phase_start + (uint64_t)(ph->share * (double)total_ns);
@@ -126,7 +96,7 @@ producer(void *arg)
 			break;
 		case PHASE_SATURATE:
 			while (now_ns() < phase_end)
-				post_all(r, ev, ph->burst);
+				post_all(r, ph->burst);
 			break;
 		case PHASE_RATE: {
 			double mean = 1e9 * ph->burst / (ph->rate_mult * r->o->rate);
@@ -136,7 +106,7 @@ producer(void *arg)
 				if (t >= phase_end)
 					break;
 				wait_until(t);
-				post_all(r, ev, ph->burst);
+				post_all(r, ph->burst);
 			}
 			wait_until(phase_end);
 			break;
@@ -154,21 +124,21 @@ producer(void *arg)
 	return NULL;
 }
 
-static void
-consume(struct evd_source *src, void *burst, uint16_t n, void *arg)
+void
+run_delivered(struct run *r, uint64_t stamp, uint64_t now)
 {
-	struct run *r = arg;
-	struct evd_event *ev = burst;
-	uint64_t now = rte_rdtsc();
+	/* vCPUs' TSCs can differ by a few cycles: clamp, never wrap */
+	uint64_t cyc = now > stamp ? now - stamp : 0;
 
-	(void)src;
-	for (uint16_t i = 0; i < n; i++) {
-		/* vCPUs' TSCs can differ by a few cycles: clamp, never wrap */
-		uint64_t cyc = now > ev[i].stamp ? now - ev[i].stamp : 0;
+	hist_add(r->lat, cyc * 1000 / r->tsc_mhz);
+	__atomic_store_n(&r->delivered, r->delivered + 1, __ATOMIC_RELAXED);
+}
 
-		hist_add(r->lat, cyc * 1000 / r->tsc_mhz);
-	}
-	__atomic_store_n(&r->delivered, r->delivered + n, __ATOMIC_RELAXED);
+uint64_t
+run_in_flight(const struct run *r)
+{
+	return __atomic_load_n(&r->sent, __ATOMIC_RELAXED) -
+	       __atomic_load_n(&r->delivered, __ATOMIC_RELAXED);
 }
 
 static const char *const mode_names[] = { "poll", "pause", "sleep" };
@@ -224,8 +194,25 @@ place_off_loop_cpu(pthread_attr_t *attr)
 		pthread_attr_setaffinity_np(attr, sizeof(others), &others);
 }
 
+const struct source_kind *
+source_kind_find(const char *name)
+{
+	static const struct source_kind *const kinds[] = {
+		&source_ring,
+#ifdef TESTEVD_HAVE_VERBS
+		&source_verbs_emu,
+		&source_verbs,
+#endif
+	};
+
+	for (size_t i = 0; i < RTE_DIM(kinds); i++)
+		if (strcmp(kinds[i]->name, name) == 0)
+			return kinds[i];
+	return NULL;
+}
+
 int
-run_ring(const struct opts *o, const char *policy, struct result *res)
+run_pattern(const struct opts *o, const char *policy, struct result *res)
 {
 	struct evd_loop_conf conf = {
 		.name = "testevd",
@@ -234,10 +221,9 @@ run_ring(const struct opts *o, const char *policy, struct result *res)
 	};
 	struct run *r;
 	struct evd_loop_stats st;
-	struct evd_source_stats ss;
 	pthread_t prod, mon;
 	pthread_attr_t attr;
-	uint64_t t0, t1, wall;
+	uint64_t t0, t1;
 	bool have_mon;
 	int rc;
 
@@ -247,7 +233,8 @@ run_ring(const struct opts *o, const char *policy, struct result *res)
 	memset(r, 0, sizeof(*r));
 	memset(res, 0, sizeof(*res));
 	snprintf(res->policy, sizeof(res->policy), "%s", policy);
-	res->source = "ring";
+	r->kind = source_kind_find(o->source);
+	res->source = r->kind->name;
 	res->pattern = o->pattern;
 	r->lat = &res->lat;
 	r->o = o;
@@ -256,12 +243,9 @@ run_ring(const struct opts *o, const char *policy, struct result *res)
 	rc = evd_loop_create(&conf, &r->loop);
 	if (rc < 0)
 		goto out;
-	rc = evd_ring_create("events", RING_SIZE, consume, r, &r->ring);
+	rc = r->kind->open(r);
 	if (rc < 0)
 		goto out_loop;
-	rc = evd_loop_add(r->loop, r->ring);
-	if (rc < 0)
-		goto out_ring;
 
 	pthread_attr_init(&attr);
 	place_off_loop_cpu(&attr);
@@ -269,7 +253,7 @@ run_ring(const struct opts *o, const char *policy, struct result *res)
 	if (pthread_create(&prod, &attr, producer, r) != 0) {
 		pthread_attr_destroy(&attr);
 		rc = -EAGAIN;
-		goto out_remove;
+		goto out_close;
 	}
 	/* no progress line if the monitor cannot start; not fatal */
 	have_mon = o->progress && pthread_create(&mon, &attr, monitor, r) == 0;
@@ -283,30 +267,25 @@ run_ring(const struct opts *o, const char *policy, struct result *res)
 	}
 	/* Whatever the drain left behind is counted as lost, never hidden. */
 	evd_loop_stats_get(r->loop, &st);
-	evd_source_stats_get(r->ring, &ss);
-	wall = t1 - t0;
-
 	res->events_sent = r->sent;
 	res->events_delivered = r->delivered;
 	res->events_lost = r->sent - r->delivered;
 	res->lost_wakeups = st.lost_wakeups;
-	res->ring_full = ss.full;
+	res->errors = st.errors;
 	res->sleeps = st.sleeps;
 	res->wakeups = st.wakeups;
 	res->spurious_wakeups = st.spurious_wakeups;
 	res->repoll_hits = st.repoll_hits;
 	res->sleep_timeouts = st.sleep_timeouts;
 	res->mode_switches = st.mode_switches;
-	res->wall_ns = wall;
+	res->wall_ns = t1 - t0;
 	res->cpu_ns = st.cpu_ns;
 	for (int m = 0; m < 3; m++)
 		res->mode_ns[m] = st.mode_ns[m];
 	res->runs = 1;
+out_close:
+	r->kind->close(r, res); /* adds the source's own counters (ring_full) */
 	result_finish(res);
-out_remove:
-	evd_loop_remove(r->loop, r->ring);
-out_ring:
-	evd_source_destroy(r->ring);
 out_loop:
 	evd_loop_destroy(r->loop);
 out:

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* What the runner shares with the source kinds (src_*.c). */
+#ifndef TESTEVD_RUN_H
+#define TESTEVD_RUN_H
+
+#include <rte_common.h>
+
+#include <evd.h>
+
+#include "testevd.h"
+
+struct run;
+
+/* A kind of source the pattern is replayed through, one file each. */
+struct source_kind {
+	const char *name;
+	/* Create the sources, add them to r->loop. */
+	int (*open)(struct run *r);
+	/* Producer thread: post n events stamped with the TSC; never drop
+	 * (wait and retry when the source is full). */
+	void (*post)(struct run *r, uint32_t n, uint64_t stamp);
+	/* Remove and destroy the sources; add their counters to res. */
+	void (*close)(struct run *r, struct result *res);
+};
+
+extern const struct source_kind source_ring;
+extern const struct source_kind source_verbs_emu;
+extern const struct source_kind source_verbs;
+
+struct run {
+	const struct opts *o;
+	const struct pattern *pat;
+	const struct source_kind *kind;
+	void *priv; /* the source kind's */
+	struct evd_loop *loop;
+	uint64_t tsc_mhz;
+	/* consumer side (loop thread) */
+	struct hist *lat; /* the result's */
+	uint64_t delivered __rte_cache_aligned; /* atomic: read by the producer and the monitor */
+	/* producer side, on its own cache line */
+	uint64_t sent __rte_cache_aligned;      /* atomic */
+	uint32_t phase; /* atomic: index of the current phase */
+	int done;       /* atomic: monitor stops */
+};
+
+/* Loop thread: one event stamped `stamp` arrived at TSC `now`. */
+void run_delivered(struct run *r, uint64_t stamp, uint64_t now);
+/* Events posted and not yet delivered (for flow control). */
+uint64_t run_in_flight(const struct run *r);
+
+#endif
