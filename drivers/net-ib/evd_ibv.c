@@ -62,6 +62,7 @@ static struct cq_src *cq_list;
 static struct async_src *async_list;
 
 static const struct evd_source_ops cq_ex_ops;
+static const struct evd_source_ops cq_ex_extra_ops;
 static const struct evd_source_ops cq_legacy_ops;
 static const struct evd_source_ops async_ops;
 
@@ -80,7 +81,8 @@ neg_errno(int rc)
 static bool
 is_cq_src(const struct evd_source *s)
 {
-	return s != NULL && (s->ops == &cq_ex_ops || s->ops == &cq_legacy_ops);
+	return s != NULL &&
+	       (s->ops == &cq_ex_ops || s->ops == &cq_ex_extra_ops || s->ops == &cq_legacy_ops);
 }
 
 /* ---- poll ---------------------------------------------------------------- */
@@ -105,59 +107,52 @@ poll_failed(struct cq_src *s, int err)
 	return err;
 }
 
-static inline void
-count(struct cq_src *s, const struct ibv_wc *wc, uint16_t n)
-{
-	uint32_t errs = 0;
-
-	for (uint16_t i = 0; i < n; i++)
-		errs += wc[i].status != IBV_WC_SUCCESS;
-	EVD_STAT_ADD(s->st.completions, n);
-	if (unlikely(errs))
-		EVD_STAT_ADD(s->st.error_completions, errs);
-}
-
-/* Created CQs: the extended poll API, no lock taken by mlx5 (single-threaded). */
-static int
-cq_ex_poll(struct evd_source *src, uint16_t budget)
+/*
+ * Created CQs: the extended poll API, no lock taken by mlx5 (single-threaded).
+ * One body, specialised at compile time for CQs with and without extra
+ * fields, so the common case pays no per-completion test for them.
+ */
+static __rte_always_inline int
+poll_ex(struct evd_source *src, uint16_t budget, const bool extra)
 {
 	struct cq_src *s = (struct cq_src *)src;
 	struct ibv_cq_ex *cq = s->cq_ex;
 	struct ibv_poll_cq_attr attr = { .comp_mask = 0 };
-	struct ibv_wc wc[MAX_BURST];
-	uint16_t n = 0;
+	struct ibv_wc wc[MAX_BURST], *w = wc, *end;
+	uint32_t errs = 0;
+	uint16_t n;
 	int rc;
 
 	if (unlikely(__atomic_load_n(&s->async_err, __ATOMIC_RELAXED) != 0))
 		report_async_error(s);
-	if (budget > MAX_BURST)
-		budget = MAX_BURST;
+	end = wc + (budget > MAX_BURST ? MAX_BURST : budget);
 	rc = ibv_start_poll(cq, &attr);
 	if (likely(rc == ENOENT))
 		return 0;
 	if (unlikely(rc != 0))
 		return poll_failed(s, neg_errno(rc));
 	do {
-		struct ibv_wc *w = &wc[n++];
+		enum ibv_wc_status st = cq->status;
 
 		w->wr_id = cq->wr_id;
-		w->status = cq->status;
+		w->status = st;
 		w->qp_num = ibv_wc_read_qp_num(cq);
-		if (likely(w->status == IBV_WC_SUCCESS)) {
+		if (likely(st == IBV_WC_SUCCESS)) {
+			/* vendor_err is left undefined, as ibv_poll_cq does */
 			w->opcode = ibv_wc_read_opcode(cq);
 			w->byte_len = ibv_wc_read_byte_len(cq);
 			w->wc_flags = ibv_wc_read_wc_flags(cq);
 			w->imm_data = (w->wc_flags & IBV_WC_WITH_IMM) ? ibv_wc_read_imm_data(cq) : 0;
-			w->vendor_err = 0;
 		} else {
 			/* Only wr_id, status, qp_num and vendor_err are valid. */
+			errs++;
 			w->opcode = 0;
 			w->byte_len = 0;
 			w->wc_flags = 0;
 			w->imm_data = 0;
 			w->vendor_err = ibv_wc_read_vendor_err(cq);
 		}
-		if (unlikely(s->extra_wc_flags != 0)) {
+		if (extra) {
 			uint64_t f = s->extra_wc_flags;
 
 			w->src_qp = (f & IBV_WC_EX_WITH_SRC_QP) ? ibv_wc_read_src_qp(cq) : 0;
@@ -166,19 +161,34 @@ cq_ex_poll(struct evd_source *src, uint16_t budget)
 			w->dlid_path_bits = (f & IBV_WC_EX_WITH_DLID_PATH_BITS) ?
 					    ibv_wc_read_dlid_path_bits(cq) : 0;
 		}
-		if (n == budget)
+		if (++w == end)
 			break;
 		rc = ibv_next_poll(cq);
 	} while (rc == 0);
+	n = (uint16_t)(w - wc);
 	ibv_end_poll(cq);
-	count(s, wc, n);
+	EVD_STAT_ADD(s->st.completions, n);
+	if (unlikely(errs))
+		EVD_STAT_ADD(s->st.error_completions, errs);
 	/* What was taken is delivered even if the CQ failed after it. */
 	evd_source_deliver(src, wc, n);
-	if (unlikely(rc != 0 && rc != ENOENT && n < budget)) {
+	if (unlikely(rc != 0 && rc != ENOENT && w != end)) {
 		EVD_STAT_ADD(s->st.poll_errors, 1);
 		evd_source_report_error(src, neg_errno(rc));
 	}
 	return n;
+}
+
+static int
+cq_ex_poll(struct evd_source *src, uint16_t budget)
+{
+	return poll_ex(src, budget, false);
+}
+
+static int
+cq_ex_poll_extra(struct evd_source *src, uint16_t budget)
+{
+	return poll_ex(src, budget, true);
 }
 
 /* Adopted CQs: ibv_poll_cq. */
@@ -198,7 +208,10 @@ cq_legacy_poll(struct evd_source *src, uint16_t budget)
 		return 0;
 	if (unlikely(n < 0))
 		return poll_failed(s, -EIO); /* ibv_poll_cq says only "< 0" */
-	count(s, wc, (uint16_t)n);
+	EVD_STAT_ADD(s->st.completions, n);
+	for (int i = 0; i < n; i++)
+		if (unlikely(wc[i].status != IBV_WC_SUCCESS))
+			EVD_STAT_ADD(s->st.error_completions, 1);
 	evd_source_deliver(src, wc, (uint16_t)n);
 	return n;
 }
@@ -325,6 +338,15 @@ static const struct evd_source_ops cq_ex_ops = {
 	.close = cq_close,
 };
 
+static const struct evd_source_ops cq_ex_extra_ops = {
+	.kind = "ibv_cq",
+	.poll = cq_ex_poll_extra,
+	.arm = cq_arm,
+	.fd = cq_fd,
+	.ack = cq_ack,
+	.close = cq_close,
+};
+
 static const struct evd_source_ops cq_legacy_ops = {
 	.kind = "ibv_cq",
 	.poll = cq_legacy_poll,
@@ -416,7 +438,7 @@ evd_ibv_cq_create(struct ibv_context *ctx, const char *name, const struct evd_ib
 	rc = check_conf(c);
 	if (rc < 0)
 		return rc;
-	s = cq_src_alloc(name, c, &cq_ex_ops, handler, arg, &rc);
+	s = cq_src_alloc(name, c, c->wc_flags ? &cq_ex_extra_ops : &cq_ex_ops, handler, arg, &rc);
 	if (s == NULL)
 		return rc;
 	errno = 0;
