@@ -1,0 +1,415 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * net-ethdev: ethdev Rx queues as evd sources. See evd_ethdev.h.
+ *
+ * The ops: poll (rte_eth_rx_burst), arm (rte_eth_dev_rx_intr_enable),
+ * disarm (rte_eth_dev_rx_intr_disable), fd (a private epoll instance holding
+ * the queue's interrupt fd and a kick eventfd), ack (rte_epoll_wait on it,
+ * which drains the interrupt fd by its handle type).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <rte_branch_prediction.h>
+#include <rte_epoll.h>
+#include <rte_ethdev.h>
+#include <rte_log.h>
+#include <rte_spinlock.h>
+
+#include <evd_source.h>
+
+#include "evd_ethdev.h"
+
+RTE_LOG_REGISTER(evd_ethdev_logtype, pmd.evd.net_ethdev, INFO);
+#define ETH_LOG(level, fmt, ...) \
+	rte_log(RTE_LOG_##level, evd_ethdev_logtype, "EVD_ETHDEV: " fmt "\n", ##__VA_ARGS__)
+
+#define MAX_BURST 64
+
+/* Events from EAL's interrupt thread, handled on the loop's thread. */
+#define PENDING_LSC 1u
+#define PENDING_RMV 2u
+
+/*
+ * What a port event callback holds. ethdev keeps callbacks of a released
+ * port (they cannot be unregistered once the port id is invalid) and runs
+ * them for the next port in that slot, so the callback never points at the
+ * source itself: closing the source clears token->q, and the token is freed
+ * only if the callbacks could be unregistered.
+ */
+struct cb_token {
+	rte_spinlock_t lock;
+	struct rxq_src *q;
+};
+
+struct rxq_src {
+	struct evd_source src;
+	struct cb_token *token;
+	uint16_t port, queue;
+	int inner_epfd;      /* holds the queue's interrupt fd and kick_fd; -1: poll-only */
+	int kick_fd;         /* written by port event callbacks */
+	bool attached;       /* queue fd attached to inner_epfd */
+	int removed;         /* atomic */
+	uint32_t pending;    /* atomic: PENDING_* */
+	struct rte_epoll_event kick_ev;
+	void (*on_port_event)(struct evd_source *, enum rte_eth_event_type, void *);
+	void *event_arg;
+	struct evd_ethdev_stats st;
+};
+
+/* Enable/disable on the queues of one port share the port's interrupt mask
+ * in several PMDs (DPDK's l3fwd-power takes a per-port lock for that). */
+static rte_spinlock_t port_lock[RTE_MAX_ETHPORTS] = { [0 ... RTE_MAX_ETHPORTS - 1] =
+							       RTE_SPINLOCK_INITIALIZER };
+
+static const struct evd_source_ops rxq_ops;
+static const struct evd_source_ops rxq_poll_only_ops;
+
+static bool
+is_rxq(const struct evd_source *s)
+{
+	return s != NULL && (s->ops == &rxq_ops || s->ops == &rxq_poll_only_ops);
+}
+
+/* ---- port events (EAL interrupt thread, or whoever removes the port) ---- */
+
+static void
+kick(struct rxq_src *q)
+{
+	uint64_t one = 1;
+
+	if (q->kick_fd >= 0 && write(q->kick_fd, &one, sizeof(one)) < 0)
+		ETH_LOG(ERR, "source %s: kick: %s", q->src.name, strerror(errno));
+}
+
+static int
+port_event_cb(uint16_t port, enum rte_eth_event_type type, void *arg, void *ret_param)
+{
+	struct cb_token *t = arg;
+	struct rxq_src *q;
+
+	RTE_SET_USED(ret_param);
+	rte_spinlock_lock(&t->lock);
+	q = t->q;
+	if (q != NULL && port == q->port) {
+		if (type == RTE_ETH_EVENT_INTR_LSC) {
+			__atomic_fetch_or(&q->pending, PENDING_LSC, __ATOMIC_RELEASE);
+		} else {
+			/* From now on the loop must not touch the port. */
+			__atomic_store_n(&q->removed, 1, __ATOMIC_RELEASE);
+			__atomic_fetch_or(&q->pending, PENDING_RMV, __ATOMIC_RELEASE);
+		}
+		kick(q);
+	}
+	rte_spinlock_unlock(&t->lock);
+	return 0;
+}
+
+static const enum rte_eth_event_type watched[] = {
+	RTE_ETH_EVENT_INTR_LSC, RTE_ETH_EVENT_INTR_RMV, RTE_ETH_EVENT_DESTROY,
+};
+
+static void
+callbacks_on(struct rxq_src *q)
+{
+	for (size_t i = 0; i < RTE_DIM(watched); i++) {
+		int rc = rte_eth_dev_callback_register(q->port, watched[i], port_event_cb, q->token);
+
+		if (rc < 0)
+			ETH_LOG(DEBUG, "source %s: port %u event %d callback: %s", q->src.name,
+				q->port, watched[i], strerror(-rc));
+	}
+}
+
+/* Detach the token from the source; free it if ethdev let go of it. */
+static void
+callbacks_off(struct rxq_src *q)
+{
+	struct cb_token *t = q->token;
+	bool all = true;
+
+	if (t == NULL)
+		return;
+	rte_spinlock_lock(&t->lock);
+	t->q = NULL;
+	rte_spinlock_unlock(&t->lock);
+	for (size_t i = 0; i < RTE_DIM(watched); i++)
+		if (rte_eth_dev_callback_unregister(q->port, watched[i], port_event_cb, t) < 0)
+			all = false;
+	if (all)
+		free(t);
+	q->token = NULL;
+}
+
+/* Loop thread: act on what the callbacks saw. */
+static void
+handle_pending(struct rxq_src *q)
+{
+	uint32_t p = __atomic_exchange_n(&q->pending, 0, __ATOMIC_ACQ_REL);
+
+	if (p & PENDING_LSC) {
+		EVD_STAT_ADD(q->st.link_events, 1);
+		if (q->on_port_event != NULL)
+			q->on_port_event(&q->src, RTE_ETH_EVENT_INTR_LSC, q->event_arg);
+	}
+	if (p & PENDING_RMV) {
+		ETH_LOG(WARNING, "source %s: port %u removed; the queue leaves loop %s", q->src.name,
+			q->port, evd_loop_name(q->src.loop));
+		if (q->on_port_event != NULL)
+			q->on_port_event(&q->src, RTE_ETH_EVENT_INTR_RMV, q->event_arg);
+		if (q->src.loop != NULL)
+			evd_loop_remove(q->src.loop, &q->src); /* deferred: we are in a poll */
+	}
+}
+
+/* ---- ops ------------------------------------------------------------------ */
+
+static int
+rxq_poll(struct evd_source *src, uint16_t budget)
+{
+	struct rxq_src *q = (struct rxq_src *)src;
+	struct rte_mbuf *pkts[MAX_BURST];
+	uint16_t n;
+
+	if (unlikely(__atomic_load_n(&q->pending, __ATOMIC_RELAXED) != 0)) {
+		handle_pending(q);
+		if (__atomic_load_n(&q->removed, __ATOMIC_ACQUIRE))
+			return 0;
+	}
+	n = rte_eth_rx_burst(q->port, q->queue, pkts, budget > MAX_BURST ? MAX_BURST : budget);
+	if (n == 0)
+		return 0;
+	EVD_STAT_ADD(q->st.packets, n);
+	evd_source_deliver(src, pkts, n);
+	return n;
+}
+
+static int
+rxq_arm(struct evd_source *src)
+{
+	struct rxq_src *q = (struct rxq_src *)src;
+	int rc;
+
+	if (__atomic_load_n(&q->removed, __ATOMIC_ACQUIRE))
+		return -ENODEV;
+	rte_spinlock_lock(&port_lock[q->port]);
+	rc = rte_eth_dev_rx_intr_enable(q->port, q->queue);
+	rte_spinlock_unlock(&port_lock[q->port]);
+	if (rc == -ENOTSUP)
+		return -ENOTSUP; /* the fd is readable by content (tap): always armed */
+	if (rc < 0)
+		EVD_STAT_ADD(q->st.intr_errors, 1);
+	return rc;
+}
+
+static int
+rxq_disarm(struct evd_source *src)
+{
+	struct rxq_src *q = (struct rxq_src *)src;
+	int rc;
+
+	if (__atomic_load_n(&q->removed, __ATOMIC_ACQUIRE))
+		return 0;
+	rte_spinlock_lock(&port_lock[q->port]);
+	rc = rte_eth_dev_rx_intr_disable(q->port, q->queue);
+	rte_spinlock_unlock(&port_lock[q->port]);
+	if (rc == -ENOTSUP)
+		return 0;
+	if (rc < 0)
+		EVD_STAT_ADD(q->st.intr_errors, 1);
+	return rc;
+}
+
+static int
+rxq_fd(const struct evd_source *src)
+{
+	return ((const struct rxq_src *)src)->inner_epfd;
+}
+
+/* One zero-timeout rte_epoll_wait: EAL's callback drains each ready
+ * interrupt fd by its handle type; the kick callback drains the kick. */
+static int
+rxq_ack(struct evd_source *src)
+{
+	struct rxq_src *q = (struct rxq_src *)src;
+	struct rte_epoll_event ev[4];
+	int n = rte_epoll_wait(q->inner_epfd, ev, RTE_DIM(ev), 0);
+
+	if (n < 0)
+		return -EIO;
+	return n == 0 ? -EAGAIN : 0;
+}
+
+static void
+drain_kick(int fd, void *arg)
+{
+	uint64_t v;
+
+	RTE_SET_USED(arg);
+	if (read(fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		ETH_LOG(ERR, "kick fd %d: %s", fd, strerror(errno));
+}
+
+static void
+rxq_close(struct evd_source *src)
+{
+	struct rxq_src *q = (struct rxq_src *)src;
+	bool gone = __atomic_load_n(&q->removed, __ATOMIC_ACQUIRE) ||
+		    !rte_eth_dev_is_valid_port(q->port);
+
+	callbacks_off(q);
+	if (!gone) {
+		if (q->attached)
+			rte_eth_dev_rx_intr_ctl_q(q->port, q->queue, q->inner_epfd,
+						  RTE_INTR_EVENT_DEL, NULL);
+	}
+	if (q->kick_fd >= 0) {
+		rte_epoll_ctl(q->inner_epfd, EPOLL_CTL_DEL, q->kick_fd, &q->kick_ev);
+		close(q->kick_fd);
+	}
+	if (q->inner_epfd >= 0)
+		close(q->inner_epfd);
+	free(q);
+}
+
+static const struct evd_source_ops rxq_ops = {
+	.kind = "ethdev_rxq",
+	.poll = rxq_poll,
+	.arm = rxq_arm,
+	.disarm = rxq_disarm,
+	.fd = rxq_fd,
+	.ack = rxq_ack,
+	.close = rxq_close,
+};
+
+/* No interrupt: the loop bounds its sleeps while this source is registered. */
+static const struct evd_source_ops rxq_poll_only_ops = {
+	.kind = "ethdev_rxq",
+	.poll = rxq_poll,
+	.close = rxq_close,
+};
+
+/* ---- creation ---------------------------------------------------------------- */
+
+static int
+attach_interrupt(struct rxq_src *q)
+{
+	int rc;
+
+	q->inner_epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (q->inner_epfd < 0)
+		return -errno;
+	q->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (q->kick_fd < 0)
+		return -errno;
+	q->kick_ev.epdata.event = EPOLLIN;
+	q->kick_ev.epdata.cb_fun = drain_kick;
+	if (rte_epoll_ctl(q->inner_epfd, EPOLL_CTL_ADD, q->kick_fd, &q->kick_ev) < 0)
+		return -EIO;
+	rc = rte_eth_dev_rx_intr_ctl_q(q->port, q->queue, q->inner_epfd, RTE_INTR_EVENT_ADD, q);
+	if (rc < 0)
+		return rc;
+	q->attached = true;
+	return 0;
+}
+
+int
+evd_ethdev_rxq_create(uint16_t port_id, uint16_t queue_id, const char *name,
+		      const struct evd_ethdev_conf *conf, evd_handler_t handler, void *arg,
+		      struct evd_source **out)
+{
+	static const struct evd_ethdev_conf defaults;
+	const struct evd_ethdev_conf *c = conf ? conf : &defaults;
+	struct rte_eth_dev_info info;
+	char buf[EVD_NAME_MAX];
+	struct rxq_src *q;
+	int rc;
+
+	if (out == NULL)
+		return -EINVAL;
+	*out = NULL;
+	if (handler == NULL || !rte_eth_dev_is_valid_port(port_id))
+		return -EINVAL;
+	rc = rte_eth_dev_info_get(port_id, &info);
+	if (rc < 0)
+		return rc;
+	if (queue_id >= info.nb_rx_queues) {
+		ETH_LOG(ERR, "port %u has %u Rx queues; no queue %u", port_id, info.nb_rx_queues,
+			queue_id);
+		return -EINVAL;
+	}
+	q = calloc(1, sizeof(*q));
+	if (q == NULL)
+		return -ENOMEM;
+	q->port = port_id;
+	q->queue = queue_id;
+	q->inner_epfd = -1;
+	q->kick_fd = -1;
+	q->on_port_event = c->on_port_event;
+	q->event_arg = c->event_arg;
+	if (name == NULL) {
+		snprintf(buf, sizeof(buf), "port%u.rxq%u", port_id, queue_id);
+		name = buf;
+	}
+	rc = c->no_interrupt ? -ENOTSUP : attach_interrupt(q);
+	if (rc < 0) {
+		/* No Rx interrupt here: poll-only, bounded sleeps. */
+		if (!c->no_interrupt)
+			ETH_LOG(INFO, "%s: no Rx interrupt (%s; intr_conf.rxq set, PMD %s?): "
+				"poll-only", name, strerror(-rc), info.driver_name);
+		if (q->kick_fd >= 0)
+			close(q->kick_fd);
+		if (q->inner_epfd >= 0)
+			close(q->inner_epfd);
+		q->kick_fd = q->inner_epfd = -1;
+		rc = evd_source_init(&q->src, &rxq_poll_only_ops, name, handler, arg);
+	} else {
+		rc = evd_source_init(&q->src, &rxq_ops, name, handler, arg);
+	}
+	if (rc < 0) {
+		rxq_close(&q->src);
+		return rc;
+	}
+	q->token = calloc(1, sizeof(*q->token));
+	if (q->token == NULL) {
+		rxq_close(&q->src);
+		return -ENOMEM;
+	}
+	rte_spinlock_init(&q->token->lock);
+	q->token->q = q;
+	callbacks_on(q);
+	*out = &q->src;
+	return 0;
+}
+
+bool
+evd_ethdev_rxq_removed(const struct evd_source *src)
+{
+	return is_rxq(src) && __atomic_load_n(&((const struct rxq_src *)src)->removed,
+					      __ATOMIC_ACQUIRE);
+}
+
+bool
+evd_ethdev_rxq_has_interrupt(const struct evd_source *src)
+{
+	return is_rxq(src) && src->ops == &rxq_ops;
+}
+
+#define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+
+int
+evd_ethdev_rxq_stats_get(const struct evd_source *src, struct evd_ethdev_stats *st)
+{
+	const struct rxq_src *q = (const struct rxq_src *)src;
+
+	if (!is_rxq(src) || st == NULL)
+		return -EINVAL;
+	st->packets = LOAD(q->st.packets);
+	st->link_events = LOAD(q->st.link_events);
+	st->intr_errors = LOAD(q->st.intr_errors);
+	return 0;
+}

@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef EVD_ETHDEV_H
+#define EVD_ETHDEV_H
+
+/**
+ * @file
+ * net-ethdev: DPDK ethdev Rx queues as evd sources.
+ *
+ * A queue source polls its (port, queue) with rte_eth_rx_burst() on the
+ * loop's thread and hands bursts of struct rte_mbuf * to the handler, which
+ * owns them (free or forward every one). When the loop sleeps, the source
+ * enables the queue's Rx interrupt, the loop re-polls it (virtio/vhost only
+ * signal packets queued after the enable) and waits on it; after a wake the
+ * interrupt is disabled again.
+ *
+ * Interrupt fds are drained the way EAL does for their handle type (VFIO and
+ * UIO eventfds, vdev counters, none for external fds such as tap's and
+ * mlx5's that the PMD consumes itself): the queue is attached with
+ * rte_eth_dev_rx_intr_ctl_q() to an epoll instance private to the source,
+ * which sits in the loop's own epoll set; acknowledging a wake is one
+ * rte_epoll_wait() on it with a zero timeout (doc/net-ethdev.md says why).
+ *
+ * - The port must be configured with intr_conf.rxq = 1 for interrupts;
+ *   otherwise, or when the PMD has none (ring, null, memif, af_packet), the
+ *   source is poll-only: the loop never sleeps past its poll-only bound while
+ *   it is registered.
+ * - A PMD whose enable returns -ENOTSUP but that gives an fd (tap) is treated
+ *   as always armed, level-readable.
+ * - Enable/disable on the queues of one port are serialised (several PMDs
+ *   share one interrupt mask register across queues).
+ * - Link up/down and port removal (RTE_ETH_EVENT_INTR_LSC, INTR_RMV,
+ *   DESTROY) reach conf->on_port_event on the loop's thread; a removed
+ *   port's queue source stops touching the port, leaves its loop, and can
+ *   then be destroyed. The loop keeps serving its other sources.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rte_ethdev.h>
+
+#include <evd.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Options of a queue source. Zero-initialise, then set what you need. */
+struct evd_ethdev_conf {
+	/** Poll-only even if the port has Rx interrupts. */
+	bool no_interrupt;
+	/**
+	 * Told on the loop's thread when the port's link goes up or down
+	 * (RTE_ETH_EVENT_INTR_LSC) or the port is removed
+	 * (RTE_ETH_EVENT_INTR_RMV or RTE_ETH_EVENT_DESTROY; the source has then
+	 * left its loop).
+	 */
+	void (*on_port_event)(struct evd_source *src, enum rte_eth_event_type type, void *arg);
+	/** Argument of on_port_event. */
+	void *event_arg;
+};
+
+/** Counters of a queue source. */
+struct evd_ethdev_stats {
+	uint64_t packets;       /**< Mbufs handed to the handler. */
+	uint64_t link_events;   /**< Link state changes seen. */
+	uint64_t intr_errors;   /**< Failed enable/disable calls. */
+};
+
+/**
+ * Make an Rx queue of a started or configured port a source.
+ * Control path, after rte_eth_dev_configure() and the queue's setup.
+ *
+ * @return 0; -EINVAL (bad port or queue, NULL handler); -ENOMEM; an errno
+ *   from epoll/eventfd creation.
+ */
+int evd_ethdev_rxq_create(uint16_t port_id, uint16_t queue_id, const char *name,
+			  const struct evd_ethdev_conf *conf, evd_handler_t handler, void *arg,
+			  struct evd_source **out);
+
+/** Whether the source's port was removed. Any thread. */
+bool evd_ethdev_rxq_removed(const struct evd_source *src);
+
+/** Whether the source waits on an Rx interrupt (false: poll-only). */
+bool evd_ethdev_rxq_has_interrupt(const struct evd_source *src);
+
+/** Read a queue source's counters. @return 0; -EINVAL. */
+int evd_ethdev_rxq_stats_get(const struct evd_source *src, struct evd_ethdev_stats *st);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* EVD_ETHDEV_H */
