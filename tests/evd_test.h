@@ -38,6 +38,14 @@
 		printf("ok %s\n", #fn);                                                   \
 	} while (0)
 
+#define TEST_ARGS(fn, ...)                                                                \
+	do {                                                                              \
+		printf("# %s\n", #fn);                                                    \
+		fflush(stdout);                                                           \
+		fn(__VA_ARGS__);                                                          \
+		printf("ok %s\n", #fn);                                                   \
+	} while (0)
+
 static inline uint64_t
 test_now_ns(void)
 {

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <rte_eal.h>
+#include <rte_ethdev.h>
 #include <rte_errno.h>
 #include <rte_log.h>
 
@@ -21,7 +22,7 @@
 
 #include "testevd.h"
 
-static const struct mode *const modes[] = { &mode_demo, &mode_compare };
+static const struct mode *const modes[] = { &mode_demo, &mode_compare, &mode_send };
 
 /* The runtime directory of the file prefix testevd made up. EAL leaves it
  * behind (its telemetry socket goes in an exit handler registered after
@@ -53,7 +54,17 @@ usage(FILE *f, const char *prog)
 		"                      verbs      a loopback RC QP on a real device (net-ib)\n"
 		"  --semantics S     verbs-emu notification: strict (IBTA, default) or\n"
 		"                    considerate (mlx5: arming fires for queued completions)\n"
+		"                      ethdev     Rx queues of an ethdev port (EAL --vdev or -a);\n"
+		"                                 a testevd --send process plays the pattern\n"
 		"  --device NAME     verbs: the RDMA device (see ibv_devices)\n"
+		"  --port N          ethdev and --send: the port (default 0)\n"
+		"  --queues N        ethdev: Rx queues to receive on (default 1; 1..16)\n"
+		"  --probe-arm       ethdev: before the run, check whether enabling the Rx\n"
+		"                    interrupt fires for packets already queued\n"
+		"  --send            transmit the pattern on --port (e.g. the vhost side of a\n"
+		"                    vhost-user pair) for a --source ethdev receiver\n"
+		"  --send-delay S    --send: seconds between link up and the pattern\n"
+		"                    (default 1; 0..60)\n"
 		"  --policy SPEC     policy spec (default adaptive): poll, intr, adaptive,\n"
 		"                    adaptive:budget_us=N,spin_pct=N,pause_ns=N\n"
 		"  --duration S      length of the pattern in seconds (default 10; 0.1..86400)\n"
@@ -124,7 +135,7 @@ static int
 parse_opts(int argc, char **argv, struct opts *o)
 {
 	enum { O_POLICY = 256, O_DURATION, O_PATTERN, O_RATE, O_SEED, O_JSON, O_COMPARE,
-	       O_NOPROGRESS, O_MAXSLEEP, O_ROUNDS, O_SOURCE, O_SEMANTICS, O_DEVICE, O_HELP };
+	       O_NOPROGRESS, O_MAXSLEEP, O_ROUNDS, O_SOURCE, O_SEMANTICS, O_DEVICE, O_PORT, O_QUEUES, O_SEND, O_SEND_DELAY, O_PROBE_ARM, O_HELP };
 	static const struct option lo[] = {
 		{ "policy", required_argument, NULL, O_POLICY },
 		{ "duration", required_argument, NULL, O_DURATION },
@@ -139,6 +150,11 @@ parse_opts(int argc, char **argv, struct opts *o)
 		{ "source", required_argument, NULL, O_SOURCE },
 		{ "semantics", required_argument, NULL, O_SEMANTICS },
 		{ "device", required_argument, NULL, O_DEVICE },
+		{ "port", required_argument, NULL, O_PORT },
+		{ "queues", required_argument, NULL, O_QUEUES },
+		{ "send", no_argument, NULL, O_SEND },
+		{ "probe-arm", no_argument, NULL, O_PROBE_ARM },
+		{ "send-delay", required_argument, NULL, O_SEND_DELAY },
 		{ "help", no_argument, NULL, O_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -194,6 +210,26 @@ parse_opts(int argc, char **argv, struct opts *o)
 				return bad(prog, "empty --device%s", "");
 			o->device = optarg;
 			break;
+		case O_PORT:
+			if (parse_u64(optarg, 0, RTE_MAX_ETHPORTS - 1, &u) < 0)
+				return bad(prog, "invalid --port '%s'", optarg);
+			o->port = (uint16_t)u;
+			break;
+		case O_QUEUES:
+			if (parse_u64(optarg, 1, 16, &u) < 0)
+				return bad(prog, "invalid --queues '%s' (1..16)", optarg);
+			o->queues = (uint16_t)u;
+			break;
+		case O_SEND:
+			o->send = true;
+			break;
+		case O_PROBE_ARM:
+			o->probe_arm = true;
+			break;
+		case O_SEND_DELAY:
+			if (parse_double(optarg, 0, 60, &o->send_delay_s) < 0)
+				return bad(prog, "invalid --send-delay '%s' (0..60 s)", optarg);
+			break;
 		case O_ROUNDS:
 			if (parse_u64(optarg, 1, 1000, &u) < 0)
 				return bad(prog, "invalid --rounds '%s' (1..1000)", optarg);
@@ -229,6 +265,13 @@ parse_opts(int argc, char **argv, struct opts *o)
 		return bad(prog, "--device applies to --source verbs only%s", "");
 	if (o->semantics_given && strcmp(o->source, "verbs-emu") != 0)
 		return bad(prog, "--semantics applies to --source verbs-emu only%s", "");
+	if (o->send && (o->compare || strcmp(o->source, "ring") != 0))
+		return bad(prog, "--send transmits on --port; it takes no --source or --compare%s", "");
+	if (o->probe_arm && strcmp(o->source, "ethdev") != 0)
+		return bad(prog, "--probe-arm applies to --source ethdev only%s", "");
+	if (o->compare && strcmp(o->source, "ethdev") == 0)
+		return bad(prog, "--compare needs a local producer; with --source ethdev run the "
+			   "sender once per policy%s", "");
 	return 0;
 }
 
@@ -259,6 +302,8 @@ main(int argc, char **argv)
 		.seed = 1,
 		.max_sleep_us = EVD_DEFAULT_MAX_SLEEP_US,
 		.rounds = 1,
+		.queues = 1,
+		.send_delay_s = 1,
 		.progress = isatty(STDOUT_FILENO),
 	};
 	char *eal_argv[64], prefix[64];
@@ -332,7 +377,7 @@ main(int argc, char **argv)
 	}
 	if (own_prefix)
 		snprintf(runtime_dir, sizeof(runtime_dir), "%s", rte_eal_get_runtime_dir());
-	rc = modes[o.compare ? 1 : 0]->run(&o);
+	rc = modes[o.send ? 2 : o.compare ? 1 : 0]->run(&o);
 	rte_eal_cleanup();
 	return rc;
 }

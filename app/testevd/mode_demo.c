@@ -30,6 +30,11 @@ demo(const struct opts *o)
 			status = EXIT_RUNTIME;
 		}
 	}
+	if (r->incomplete) {
+		fprintf(stderr, "testevd: FAILED: the sender's END packet never arrived; what was "
+			"sent is unknown\n");
+		status = EXIT_LOSS;
+	}
 	if (r->events_lost > 0 || r->lost_wakeups > 0) {
 		fprintf(stderr, "testevd: FAILED: %" PRIu64 " events lost, %" PRIu64 " lost wakeups\n",
 			r->events_lost, r->lost_wakeups);

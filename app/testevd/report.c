@@ -76,6 +76,7 @@ result_merge(struct result *acc, const struct result *one)
 	acc->events_lost += one->events_lost;
 	acc->lost_wakeups += one->lost_wakeups;
 	acc->errors += one->errors;
+	acc->incomplete |= one->incomplete;
 	acc->ring_full += one->ring_full;
 	acc->sleeps += one->sleeps;
 	acc->wakeups += one->wakeups;
@@ -170,6 +171,8 @@ json_one(FILE *f, const struct result *r, const char *ind)
 	fprintf(f, "%s  \"events_per_s\": %.1f,\n", ind, r->events_per_s);
 	fprintf(f, "%s  \"lost_wakeups\": %" PRIu64 ",\n", ind, r->lost_wakeups);
 	fprintf(f, "%s  \"errors\": %" PRIu64 ",\n", ind, r->errors);
+	if (r->arm_probe != NULL)
+		fprintf(f, "%s  \"arm_probe\": \"%s\",\n", ind, r->arm_probe);
 	fprintf(f, "%s  \"cpu_pct\": %.3f,\n", ind, r->cpu_pct);
 	fprintf(f, "%s  \"latency_us\": {\"p50\": %.3f, \"p99\": %.3f, \"p999\": %.3f, \"max\": %.3f},\n",
 		ind, r->lat_us[0], r->lat_us[1], r->lat_us[2], r->lat_us[3]);

@@ -23,6 +23,7 @@
 #include "run.h"
 
 #define DRAIN_LIMIT_NS (2ull * 1000 * 1000 * 1000)
+#define REMOTE_GRACE_S 30.0
 
 static uint64_t
 now_ns(void)
@@ -75,14 +76,13 @@ post_all(struct run *r, uint32_t n)
 	__atomic_fetch_add(&r->sent, n, __ATOMIC_RELAXED);
 }
 
-static void *
-producer(void *arg)
+/* Replay the pattern through r->kind->post (producer thread, or --send). */
+void
+run_replay(struct run *r)
 {
-	struct run *r = arg;
 	uint64_t rnd = r->o->seed * 0x9e3779b97f4a7c15ull + 1;
-	uint64_t start = now_ns(), end_all;
 	uint64_t total_ns = (uint64_t)(r->o->duration_s * 1e9);
-	uint64_t phase_start = start;
+	uint64_t phase_start = now_ns();
 
 	for (unsigned int p = 0; p < r->pat->n_phases; p++) {
 		const struct phase *ph = &r->pat->phases[p];
@@ -114,12 +114,29 @@ producer(void *arg)
 		}
 		phase_start = phase_end;
 	}
-	/* Drain: everything sent must arrive; give the loop a bounded time. */
-	end_all = now_ns() + DRAIN_LIMIT_NS;
-	while (__atomic_load_n(&r->delivered, __ATOMIC_RELAXED) <
-		       __atomic_load_n(&r->sent, __ATOMIC_RELAXED) &&
-	       now_ns() < end_all)
-		usleep(1000);
+}
+
+static void *
+producer(void *arg)
+{
+	struct run *r = arg;
+	uint64_t end_all;
+
+	if (r->kind->post != NULL) {
+		run_replay(r);
+		/* Drain: everything sent must arrive; give the loop a bounded time. */
+		end_all = now_ns() + DRAIN_LIMIT_NS;
+		while (__atomic_load_n(&r->delivered, __ATOMIC_RELAXED) <
+			       __atomic_load_n(&r->sent, __ATOMIC_RELAXED) &&
+		       now_ns() < end_all)
+			usleep(1000);
+	} else {
+		/* A remote sender plays the pattern; it says when it is done
+		 * (the source sets remote_done), or the deadline passes. */
+		end_all = now_ns() + (uint64_t)((r->o->duration_s + REMOTE_GRACE_S) * 1e9);
+		while (!__atomic_load_n(&r->remote_done, __ATOMIC_ACQUIRE) && now_ns() < end_all)
+			usleep(1000);
+	}
 	evd_loop_stop(r->loop); /* from a non-EAL thread, waking the loop if asleep */
 	return NULL;
 }
@@ -162,6 +179,7 @@ monitor(void *arg)
 		dt = (double)(t - t_prev);
 		fprintf(stdout, "\r  %-9s %10.0f ev/s   mode %-5s   cpu %5.1f%%   delivered %-10" PRIu64
 			"  lost wakeups %" PRIu64 "   ",
+			r->kind->post == NULL ? "receive" :
 			r->pat->phases[__atomic_load_n(&r->phase, __ATOMIC_RELAXED)].name,
 			(double)(d - d_prev) * 1e9 / dt, mode_names[st.mode % 3],
 			100.0 * (double)(st.cpu_ns - prev.cpu_ns) / dt, d, st.lost_wakeups);
@@ -203,6 +221,7 @@ source_kind_find(const char *name)
 		&source_verbs_emu,
 		&source_verbs,
 #endif
+		&source_ethdev,
 	};
 
 	for (size_t i = 0; i < RTE_DIM(kinds); i++)
@@ -235,7 +254,7 @@ run_pattern(const struct opts *o, const char *policy, struct result *res)
 	snprintf(res->policy, sizeof(res->policy), "%s", policy);
 	r->kind = source_kind_find(o->source);
 	res->source = r->kind->name;
-	res->pattern = o->pattern;
+	res->pattern = r->kind->post == NULL ? "remote" : o->pattern;
 	r->lat = &res->lat;
 	r->o = o;
 	r->pat = pattern_find(o->pattern);
@@ -267,9 +286,14 @@ run_pattern(const struct opts *o, const char *policy, struct result *res)
 	}
 	/* Whatever the drain left behind is counted as lost, never hidden. */
 	evd_loop_stats_get(r->loop, &st);
+	if (r->kind->post == NULL) /* the remote sender's count, from its END packet */
+		r->sent = __atomic_load_n(&r->remote_done, __ATOMIC_ACQUIRE) ? r->remote_total
+									    : r->delivered;
 	res->events_sent = r->sent;
 	res->events_delivered = r->delivered;
-	res->events_lost = r->sent - r->delivered;
+	res->events_lost = r->sent > r->delivered ? r->sent - r->delivered : 0;
+	res->incomplete = r->kind->post == NULL && !__atomic_load_n(&r->remote_done,
+								     __ATOMIC_ACQUIRE);
 	res->lost_wakeups = st.lost_wakeups;
 	res->errors = st.errors;
 	res->sleeps = st.sleeps;

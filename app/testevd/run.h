@@ -17,7 +17,8 @@ struct source_kind {
 	/* Create the sources, add them to r->loop. */
 	int (*open)(struct run *r);
 	/* Producer thread: post n events stamped with the TSC; never drop
-	 * (wait and retry when the source is full). */
+	 * (wait and retry when the source is full). NULL: a remote sender
+	 * plays the pattern (the source sets remote_total and remote_done). */
 	void (*post)(struct run *r, uint32_t n, uint64_t stamp);
 	/* Remove and destroy the sources; add their counters to res. */
 	void (*close)(struct run *r, struct result *res);
@@ -26,6 +27,8 @@ struct source_kind {
 extern const struct source_kind source_ring;
 extern const struct source_kind source_verbs_emu;
 extern const struct source_kind source_verbs;
+extern const struct source_kind source_ethdev;
+extern const struct source_kind sink_ethdev; /* --send: transmits, no loop */
 
 struct run {
 	const struct opts *o;
@@ -40,11 +43,15 @@ struct run {
 	/* producer side, on its own cache line */
 	uint64_t sent __rte_cache_aligned;      /* atomic */
 	uint32_t phase; /* atomic: index of the current phase */
+	uint64_t remote_total; /* remote sender: packets it sent */
+	int remote_done;       /* atomic: remote_total is known and all arrived */
 	int done;       /* atomic: monitor stops */
 };
 
 /* Loop thread: one event stamped `stamp` arrived at TSC `now`. */
 void run_delivered(struct run *r, uint64_t stamp, uint64_t now);
+/* Replay the pattern through r->kind->post, on the calling thread. */
+void run_replay(struct run *r);
 /* Events posted and not yet delivered (for flow control). */
 uint64_t run_in_flight(const struct run *r);
 

@@ -18,11 +18,16 @@ struct opts {
 	const char *source;    /* ring, verbs-emu, verbs */
 	const char *semantics; /* verbs-emu: strict, considerate */
 	const char *device;    /* verbs: the RDMA device */
+	uint16_t port;         /* ethdev, --send: the port */
+	uint16_t queues;       /* ethdev: Rx queues to receive on */
+	bool send;             /* --send: transmit the pattern on the port */
+	bool probe_arm;        /* ethdev: check whether arming fires for queued packets */
 	const char *policy;
 	const char *pattern;
 	const char *json;
 	double duration_s;
 	double rate;
+	double send_delay_s;
 	uint64_t seed;
 	uint32_t max_sleep_us;
 	bool compare;
@@ -73,6 +78,8 @@ struct result {
 	uint64_t events_lost;
 	uint64_t lost_wakeups;
 	uint64_t errors;    /* source failures reported by the loop or the source */
+	bool incomplete;    /* ethdev: the sender's END packet never arrived */
+	const char *arm_probe; /* ethdev --probe-arm: strict, inconclusive, ... */
 	uint64_t ring_full;
 	double cpu_pct;
 	double events_per_s;
@@ -103,5 +110,6 @@ struct mode {
 };
 extern const struct mode mode_demo;
 extern const struct mode mode_compare;
+extern const struct mode mode_send;
 
 #endif

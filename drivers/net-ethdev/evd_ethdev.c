@@ -125,19 +125,20 @@ callbacks_on(struct rxq_src *q)
 	}
 }
 
-/* Detach the token from the source; free it if ethdev let go of it. */
+/* Detach the token from the source; free it if ethdev let go of it (a
+ * released port's callbacks cannot be unregistered: the token stays). */
 static void
-callbacks_off(struct rxq_src *q)
+callbacks_off(struct rxq_src *q, bool port_gone)
 {
 	struct cb_token *t = q->token;
-	bool all = true;
+	bool all = !port_gone;
 
 	if (t == NULL)
 		return;
 	rte_spinlock_lock(&t->lock);
 	t->q = NULL;
 	rte_spinlock_unlock(&t->lock);
-	for (size_t i = 0; i < RTE_DIM(watched); i++)
+	for (size_t i = 0; i < RTE_DIM(watched) && !port_gone; i++)
 		if (rte_eth_dev_callback_unregister(q->port, watched[i], port_event_cb, t) < 0)
 			all = false;
 	if (all)
@@ -261,7 +262,7 @@ rxq_close(struct evd_source *src)
 	bool gone = __atomic_load_n(&q->removed, __ATOMIC_ACQUIRE) ||
 		    !rte_eth_dev_is_valid_port(q->port);
 
-	callbacks_off(q);
+	callbacks_off(q, !rte_eth_dev_is_valid_port(q->port));
 	if (!gone) {
 		if (q->attached)
 			rte_eth_dev_rx_intr_ctl_q(q->port, q->queue, q->inner_epfd,

@@ -1,0 +1,358 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * net-ethdev on ports this machine can make by itself:
+ * - net_tap, packets injected from the kernel side (AF_PACKET on the tap
+ *   interface): delivered, and the loop sleeps between them;
+ * - a net_ring port (no Rx interrupt: poll-only) beside the tap: a packet
+ *   put in its ring while the loop sleeps is found within the poll-only
+ *   bound, although the loop's own bound is 10 s;
+ * - hot removal of the tap port while its queue is armed and the loop
+ *   sleeps: the source is told, leaves the loop, no crash, no hang, and the
+ *   loop goes on serving its other source.
+ * Needs root and /dev/net/tun; exits 77 (skipped) without them.
+ */
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <linux/if_packet.h>
+#include <net/ethernet.h>
+#include <net/if.h>
+#include <pthread.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <rte_bus_vdev.h>
+#include <rte_eal.h>
+#include <rte_eth_ring.h>
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+#include <rte_ring.h>
+
+#include <evd.h>
+#include <evd_ethdev.h>
+#include <evd_source.h>
+
+#include "evd_test.h"
+
+#define OUR_ETHERTYPE 0x88B6
+
+static char ifname[IFNAMSIZ];
+static struct rte_mempool *pool;
+
+struct counter {
+	uint64_t ours, foreign;
+};
+
+static void
+on_pkts(struct evd_source *src, void *burst, uint16_t n, void *arg)
+{
+	struct counter *c = arg;
+	struct rte_mbuf **m = burst;
+
+	(void)src;
+	for (uint16_t i = 0; i < n; i++) {
+		const struct rte_ether_hdr *eh = rte_pktmbuf_mtod(m[i], const struct rte_ether_hdr *);
+
+		if (rte_pktmbuf_data_len(m[i]) >= sizeof(*eh) &&
+		    eh->ether_type == rte_cpu_to_be_16(OUR_ETHERTYPE))
+			c->ours++;
+		else
+			c->foreign++;
+		rte_pktmbuf_free(m[i]);
+	}
+}
+
+static int
+port_start(uint16_t port, bool intr)
+{
+	struct rte_eth_conf conf = { .intr_conf = { .rxq = intr } };
+	int rc = rte_eth_dev_configure(port, 1, 1, &conf);
+
+	if (rc == 0)
+		rc = rte_eth_rx_queue_setup(port, 0, 512, SOCKET_ID_ANY, NULL, pool);
+	if (rc == 0)
+		rc = rte_eth_tx_queue_setup(port, 0, 512, SOCKET_ID_ANY, NULL);
+	if (rc == 0)
+		rc = rte_eth_dev_start(port);
+	return rc;
+}
+
+/* The kernel side of the tap: up, no IPv6 chatter, an AF_PACKET socket. */
+static int
+kernel_side(void)
+{
+	struct ifreq ifr = { 0 };
+	struct sockaddr_ll sll = { .sll_family = AF_PACKET };
+	char path[128];
+	int fd, s = socket(AF_INET, SOCK_DGRAM, 0);
+
+	snprintf(path, sizeof(path), "/proc/sys/net/ipv6/conf/%s/disable_ipv6", ifname);
+	fd = open(path, O_WRONLY);
+	if (fd >= 0) {
+		CHECK(write(fd, "1", 1) == 1);
+		close(fd);
+	}
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
+	CHECK(ioctl(s, SIOCGIFFLAGS, &ifr) == 0);
+	ifr.ifr_flags |= IFF_UP;
+	CHECK(ioctl(s, SIOCSIFFLAGS, &ifr) == 0);
+	close(s);
+	fd = socket(AF_PACKET, SOCK_RAW, htons(OUR_ETHERTYPE));
+	CHECK(fd >= 0);
+	sll.sll_ifindex = (int)if_nametoindex(ifname);
+	sll.sll_protocol = htons(OUR_ETHERTYPE);
+	CHECK(sll.sll_ifindex > 0);
+	CHECK(bind(fd, (struct sockaddr *)&sll, sizeof(sll)) == 0);
+	return fd;
+}
+
+static void
+inject(int fd)
+{
+	unsigned char frame[64] = { 0 };
+	struct ether_header *eh = (struct ether_header *)frame;
+
+	memset(eh->ether_dhost, 0xff, ETH_ALEN);
+	eh->ether_shost[0] = 0x02;
+	eh->ether_type = htons(OUR_ETHERTYPE);
+	CHECK(send(fd, frame, sizeof(frame), 0) == (ssize_t)sizeof(frame));
+}
+
+static void
+wait_asleep(struct evd_loop *loop)
+{
+	struct evd_loop_stats st;
+
+	do {
+		test_sleep_us(500);
+		CHECK_EQ(evd_loop_stats_get(loop, &st), 0);
+	} while (st.mode != EVD_MODE_SLEEP);
+	test_sleep_us(3000);
+}
+
+struct injector {
+	struct evd_loop *loop;
+	int fd, count;
+};
+
+static void *
+inject_while_asleep(void *arg)
+{
+	struct injector *in = arg;
+
+	for (int i = 0; i < in->count; i++) {
+		wait_asleep(in->loop);
+		inject(in->fd);
+	}
+	return NULL;
+}
+
+static void
+test_tap(uint16_t port, int afp)
+{
+	struct evd_loop_conf conf = { .name = "tap", .policy = "intr", .max_sleep_us = 5000000 };
+	struct evd_loop *loop;
+	struct evd_loop_stats st;
+	struct evd_source *src;
+	struct counter c = { 0 };
+	struct injector in;
+	pthread_t th;
+
+	CHECK_EQ(evd_loop_create(&conf, &loop), 0);
+	CHECK_EQ(evd_ethdev_rxq_create(port, 0, "tap", NULL, on_pkts, &c, &src), 0);
+	CHECK(evd_ethdev_rxq_has_interrupt(src));
+	CHECK_EQ(evd_loop_add(loop, src), 0);
+	in = (struct injector){ loop, afp, 20 };
+	CHECK_EQ(pthread_create(&th, NULL, inject_while_asleep, &in), 0);
+	while (c.ours < 20)
+		CHECK(evd_loop_step(loop) >= 0);
+	pthread_join(th, NULL);
+	CHECK_EQ(evd_loop_stats_get(loop, &st), 0);
+	printf("tap: %" PRIu64 " ours (%" PRIu64 " from the kernel), sleeps %" PRIu64 " wakeups %" PRIu64
+	       " timeouts %" PRIu64 " lost %" PRIu64 "\n", c.ours, c.foreign, st.sleeps, st.wakeups,
+	       st.sleep_timeouts, st.lost_wakeups);
+	CHECK_EQ(c.ours, 20);
+	CHECK(st.sleeps >= 20);
+	CHECK(st.wakeups >= 20);
+	CHECK_EQ(st.sleep_timeouts, 0);
+	CHECK_EQ(st.lost_wakeups, 0);
+	CHECK_EQ(evd_loop_remove(loop, src), 0);
+	CHECK_EQ(evd_source_destroy(src), 0);
+	CHECK_EQ(evd_loop_destroy(loop), 0);
+}
+
+struct ring_feed {
+	struct evd_loop *loop;
+	struct rte_ring *ring;
+};
+
+static void *
+feed_while_asleep(void *arg)
+{
+	struct ring_feed *f = arg;
+	struct rte_mbuf *m;
+
+	wait_asleep(f->loop);
+	m = rte_pktmbuf_alloc(pool);
+	CHECK(m != NULL);
+	CHECK(rte_pktmbuf_append(m, 60) != NULL);
+	memset(rte_pktmbuf_mtod(m, void *), 0, 60);
+	rte_pktmbuf_mtod(m, struct rte_ether_hdr *)->ether_type = rte_cpu_to_be_16(OUR_ETHERTYPE);
+	CHECK_EQ(rte_ring_enqueue(f->ring, m), 0);
+	return NULL;
+}
+
+static void
+test_ring_poll_only(uint16_t tap_port, uint16_t ring_port, struct rte_ring *ring)
+{
+	struct evd_loop_conf conf = { .name = "ring", .policy = "intr", .max_sleep_us = 10000000,
+				      .poll_only_bound_us = 1000 };
+	struct evd_loop *loop;
+	struct evd_loop_stats st;
+	struct evd_source *tap, *rs;
+	struct counter ct = { 0 }, cr = { 0 };
+	struct ring_feed f;
+	pthread_t th;
+	uint64_t t0;
+
+	CHECK_EQ(evd_loop_create(&conf, &loop), 0);
+	CHECK_EQ(evd_ethdev_rxq_create(tap_port, 0, "tap", NULL, on_pkts, &ct, &tap), 0);
+	CHECK_EQ(evd_ethdev_rxq_create(ring_port, 0, "ring", NULL, on_pkts, &cr, &rs), 0);
+	CHECK(!evd_ethdev_rxq_has_interrupt(rs));
+	CHECK_EQ(evd_loop_add(loop, tap), 0);
+	CHECK_EQ(evd_loop_add(loop, rs), 0);
+	f = (struct ring_feed){ loop, ring };
+	t0 = test_now_ns();
+	CHECK_EQ(pthread_create(&th, NULL, feed_while_asleep, &f), 0);
+	while (cr.ours < 1)
+		CHECK(evd_loop_step(loop) >= 0);
+	pthread_join(th, NULL);
+	/* liveness, 5000 x the bound: the 10 s sleep bound was not used */
+	CHECK(test_now_ns() - t0 < 5ull * 1000 * 1000 * 1000);
+	CHECK_EQ(evd_loop_stats_get(loop, &st), 0);
+	printf("ring: delivered after %" PRIu64 " bounded sleeps (%" PRIu64 " timeouts)\n", st.sleeps,
+	       st.sleep_timeouts);
+	CHECK(st.sleeps >= 1);
+	CHECK(st.sleep_timeouts >= 1);
+	CHECK_EQ(st.lost_wakeups, 0);
+	CHECK_EQ(evd_loop_remove(loop, tap), 0);
+	CHECK_EQ(evd_loop_remove(loop, rs), 0);
+	CHECK_EQ(evd_source_destroy(tap), 0);
+	CHECK_EQ(evd_source_destroy(rs), 0);
+	CHECK_EQ(evd_loop_destroy(loop), 0);
+}
+
+struct removal {
+	int told;
+	enum rte_eth_event_type last;
+};
+
+static void
+on_port_event(struct evd_source *src, enum rte_eth_event_type type, void *arg)
+{
+	struct removal *r = arg;
+
+	(void)src;
+	r->told++;
+	r->last = type;
+}
+
+static void *
+remove_while_asleep(void *arg)
+{
+	struct evd_loop *loop = arg;
+	char name[64];
+
+	wait_asleep(loop);
+	snprintf(name, sizeof(name), "net_tap0");
+	CHECK_EQ(rte_eal_hotplug_remove("vdev", name), 0);
+	return NULL;
+}
+
+static void
+ring_count(struct evd_source *src, void *burst, uint16_t n, void *arg)
+{
+	(void)src;
+	(void)burst;
+	*(uint64_t *)arg += n;
+}
+
+static void
+test_hot_removal(uint16_t tap_port)
+{
+	struct evd_loop_conf conf = { .name = "rmv", .policy = "intr", .max_sleep_us = 5000000 };
+	struct evd_ethdev_conf ec = { .on_port_event = on_port_event };
+	struct removal rm = { 0 };
+	struct evd_loop *loop;
+	struct evd_source *tap, *ring;
+	struct evd_event ev = { 0 };
+	struct timespec deadline;
+	uint64_t ring_n = 0;
+	pthread_t th;
+
+	ec.event_arg = &rm;
+	CHECK_EQ(evd_loop_create(&conf, &loop), 0);
+	CHECK_EQ(evd_ethdev_rxq_create(tap_port, 0, "tap", &ec, on_pkts, NULL, &tap), 0);
+	CHECK_EQ(evd_ring_create("other", 16, ring_count, &ring_n, &ring), 0);
+	CHECK_EQ(evd_loop_add(loop, tap), 0);
+	CHECK_EQ(evd_loop_add(loop, ring), 0);
+	CHECK_EQ(pthread_create(&th, NULL, remove_while_asleep, loop), 0);
+	while (tap->loop != NULL)
+		CHECK(evd_loop_step(loop) >= 0);
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += 30;
+	CHECK_EQ(pthread_timedjoin_np(th, NULL, &deadline), 0);
+	CHECK(rm.told >= 1);
+	CHECK(rm.last == RTE_ETH_EVENT_INTR_RMV);
+	CHECK(evd_ethdev_rxq_removed(tap));
+	CHECK(!rte_eth_dev_is_valid_port(tap_port));
+	/* the loop goes on with its other source */
+	CHECK_EQ(evd_ring_post(ring, &ev), 0);
+	while (ring_n == 0)
+		CHECK(evd_loop_step(loop) >= 0);
+	CHECK_EQ(evd_source_destroy(tap), 0);
+	CHECK_EQ(evd_loop_remove(loop, ring), 0);
+	CHECK_EQ(evd_source_destroy(ring), 0);
+	CHECK_EQ(evd_loop_destroy(loop), 0);
+	printf("removal: told %d time(s), the loop served its ring after\n", rm.told);
+}
+
+int
+main(void)
+{
+	char prefix[64], vdev[96];
+	char *argv[] = { "test_ethdev", "--no-huge", "--no-pci", "-m", "128", "--no-shconf",
+			 prefix, "--vdev", vdev, "--log-level=lib.eal:warning", NULL };
+	struct rte_ring *ring;
+	uint16_t tap_port, ring_port;
+	int afp, fd = open("/dev/net/tun", O_RDWR);
+
+	if (fd < 0 || geteuid() != 0) {
+		printf("SKIP: net_tap needs root and /dev/net/tun (%s)\n",
+		       fd < 0 ? "no /dev/net/tun" : "not root");
+		return 77;
+	}
+	close(fd);
+	snprintf(ifname, sizeof(ifname), "evdtap%d", (int)getpid() % 100000);
+	snprintf(prefix, sizeof(prefix), "--file-prefix=evd-ethdev-%d", (int)getpid());
+	snprintf(vdev, sizeof(vdev), "net_tap0,iface=%s", ifname);
+	CHECK(rte_eal_init((int)RTE_DIM(argv) - 1, argv) >= 0);
+	pool = rte_pktmbuf_pool_create("test-pool", 4095, 128, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
+	CHECK(pool != NULL);
+	CHECK_EQ(rte_eth_dev_get_port_by_name("net_tap0", &tap_port), 0);
+	CHECK_EQ(port_start(tap_port, true), 0);
+	ring = rte_ring_create("test-ring", 1024, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+	CHECK(ring != NULL);
+	CHECK(rte_eth_from_ring(ring) >= 0);
+	CHECK_EQ(rte_eth_dev_get_port_by_name("ETH_RING0", &ring_port) == 0 ||
+		 (ring_port = (uint16_t)(rte_eth_dev_count_avail() - 1), 1), 1);
+	CHECK_EQ(port_start(ring_port, false), 0);
+	afp = kernel_side();
+
+	TEST_ARGS(test_tap, tap_port, afp);
+	TEST_ARGS(test_ring_poll_only, tap_port, ring_port, ring);
+	TEST_ARGS(test_hot_removal, tap_port);
+	close(afp);
+	rte_eal_cleanup();
+	return 0;
+}
