@@ -13,6 +13,7 @@
  */
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/if_packet.h>
 #include <net/ethernet.h>
 #include <net/if.h>
@@ -37,6 +38,16 @@
 #define OUR_ETHERTYPE 0x88B6
 
 static char ifname[IFNAMSIZ];
+static char runtime_dir[PATH_MAX];
+
+/* EAL leaves its (empty) runtime directory behind; runs after EAL's own
+ * exit handlers since it is registered before rte_eal_init. */
+static void
+remove_runtime_dir(void)
+{
+	if (runtime_dir[0] != '\0')
+		rmdir(runtime_dir);
+}
 static struct rte_mempool *pool;
 
 struct counter {
@@ -336,7 +347,9 @@ main(void)
 	snprintf(ifname, sizeof(ifname), "evdtap%d", (int)getpid() % 100000);
 	snprintf(prefix, sizeof(prefix), "--file-prefix=evd-ethdev-%d", (int)getpid());
 	snprintf(vdev, sizeof(vdev), "net_tap0,iface=%s", ifname);
+	atexit(remove_runtime_dir);
 	CHECK(rte_eal_init((int)RTE_DIM(argv) - 1, argv) >= 0);
+	snprintf(runtime_dir, sizeof(runtime_dir), "%s", rte_eal_get_runtime_dir());
 	pool = rte_pktmbuf_pool_create("test-pool", 4095, 128, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
 	CHECK(pool != NULL);
 	CHECK_EQ(rte_eth_dev_get_port_by_name("net_tap0", &tap_port), 0);

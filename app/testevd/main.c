@@ -22,12 +22,12 @@
 
 #include "testevd.h"
 
-static const struct mode *const modes[] = { &mode_demo, &mode_compare, &mode_send };
+static const struct mode *const modes[] = { &mode_demo, &mode_compare, &mode_send, &mode_raw };
 
-/* The runtime directory of the file prefix testevd made up. EAL leaves it
- * behind (its telemetry socket goes in an exit handler registered after
- * ours, so ours runs last): remove it, so that runs do not litter
- * /var/run/dpdk. */
+/* EAL's runtime directory. EAL leaves it behind (its telemetry socket goes
+ * in an exit handler registered after ours, so ours runs last): remove it if
+ * it is empty, so that runs do not litter /var/run/dpdk. A directory another
+ * process still uses is not empty and stays. */
 static char runtime_dir[PATH_MAX];
 
 static void
@@ -59,6 +59,8 @@ usage(FILE *f, const char *prog)
 		"  --device NAME     verbs: the RDMA device (see ibv_devices)\n"
 		"  --port N          ethdev and --send: the port (default 0)\n"
 		"  --queues N        ethdev: Rx queues to receive on (default 1; 1..16)\n"
+		"  --raw-epoll       receive on --port without evd, as DPDK's l3fwd-power\n"
+		"                    does (rte_epoll_wait, 10 ms timeout): the baseline\n"
 		"  --probe-arm       ethdev: before the run, check whether enabling the Rx\n"
 		"                    interrupt fires for packets already queued\n"
 		"  --send            transmit the pattern on --port (e.g. the vhost side of a\n"
@@ -135,7 +137,7 @@ static int
 parse_opts(int argc, char **argv, struct opts *o)
 {
 	enum { O_POLICY = 256, O_DURATION, O_PATTERN, O_RATE, O_SEED, O_JSON, O_COMPARE,
-	       O_NOPROGRESS, O_MAXSLEEP, O_ROUNDS, O_SOURCE, O_SEMANTICS, O_DEVICE, O_PORT, O_QUEUES, O_SEND, O_SEND_DELAY, O_PROBE_ARM, O_HELP };
+	       O_NOPROGRESS, O_MAXSLEEP, O_ROUNDS, O_SOURCE, O_SEMANTICS, O_DEVICE, O_PORT, O_QUEUES, O_SEND, O_SEND_DELAY, O_PROBE_ARM, O_RAW, O_HELP };
 	static const struct option lo[] = {
 		{ "policy", required_argument, NULL, O_POLICY },
 		{ "duration", required_argument, NULL, O_DURATION },
@@ -154,6 +156,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 		{ "queues", required_argument, NULL, O_QUEUES },
 		{ "send", no_argument, NULL, O_SEND },
 		{ "probe-arm", no_argument, NULL, O_PROBE_ARM },
+		{ "raw-epoll", no_argument, NULL, O_RAW },
 		{ "send-delay", required_argument, NULL, O_SEND_DELAY },
 		{ "help", no_argument, NULL, O_HELP },
 		{ NULL, 0, NULL, 0 },
@@ -226,6 +229,9 @@ parse_opts(int argc, char **argv, struct opts *o)
 		case O_PROBE_ARM:
 			o->probe_arm = true;
 			break;
+		case O_RAW:
+			o->raw_epoll = true;
+			break;
 		case O_SEND_DELAY:
 			if (parse_double(optarg, 0, 60, &o->send_delay_s) < 0)
 				return bad(prog, "invalid --send-delay '%s' (0..60 s)", optarg);
@@ -267,6 +273,9 @@ parse_opts(int argc, char **argv, struct opts *o)
 		return bad(prog, "--semantics applies to --source verbs-emu only%s", "");
 	if (o->send && (o->compare || strcmp(o->source, "ring") != 0))
 		return bad(prog, "--send transmits on --port; it takes no --source or --compare%s", "");
+	if (o->raw_epoll && (o->send || o->compare || strcmp(o->source, "ring") != 0))
+		return bad(prog, "--raw-epoll receives on --port by itself: no --source, --send "
+			   "or --compare%s", "");
 	if (o->probe_arm && strcmp(o->source, "ethdev") != 0)
 		return bad(prog, "--probe-arm applies to --source ethdev only%s", "");
 	if (o->compare && strcmp(o->source, "ethdev") == 0)
@@ -307,7 +316,6 @@ main(int argc, char **argv)
 		.progress = isatty(STDOUT_FILENO),
 	};
 	char *eal_argv[64], prefix[64];
-	bool own_prefix = false;
 	int eal_argc = 0, n_eal = 0, dash = -1, rc;
 
 	for (int i = 1; i < argc; i++)
@@ -339,7 +347,6 @@ main(int argc, char **argv)
 		eal_argv[eal_argc++] = "128";
 		eal_argv[eal_argc++] = "--no-shconf";
 		eal_argv[eal_argc++] = prefix;
-		own_prefix = true;
 	}
 	if (!has_opt(n_eal + 1, argv, pci_opts))
 		eal_argv[eal_argc++] = "--no-pci";
@@ -375,9 +382,8 @@ main(int argc, char **argv)
 		fprintf(stderr, "%s: EAL initialisation failed: %s\n", argv[0], rte_strerror(rte_errno));
 		return EXIT_RUNTIME;
 	}
-	if (own_prefix)
-		snprintf(runtime_dir, sizeof(runtime_dir), "%s", rte_eal_get_runtime_dir());
-	rc = modes[o.send ? 2 : o.compare ? 1 : 0]->run(&o);
+	snprintf(runtime_dir, sizeof(runtime_dir), "%s", rte_eal_get_runtime_dir());
+	rc = modes[o.raw_epoll ? 3 : o.send ? 2 : o.compare ? 1 : 0]->run(&o);
 	rte_eal_cleanup();
 	return rc;
 }

@@ -21,7 +21,8 @@ struct opts {
 	uint16_t port;         /* ethdev, --send: the port */
 	uint16_t queues;       /* ethdev: Rx queues to receive on */
 	bool send;             /* --send: transmit the pattern on the port */
-	bool probe_arm;        /* ethdev: check whether arming fires for queued packets */
+	bool probe_arm;
+	bool raw_epoll;        /* --raw-epoll: the l3fwd-power style baseline */        /* ethdev: check whether arming fires for queued packets */
 	const char *policy;
 	const char *pattern;
 	const char *json;
@@ -111,5 +112,6 @@ struct mode {
 extern const struct mode mode_demo;
 extern const struct mode mode_compare;
 extern const struct mode mode_send;
+extern const struct mode mode_raw;
 
 #endif
