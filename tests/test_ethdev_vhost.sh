@@ -19,12 +19,15 @@ cleanup() {
 trap cleanup EXIT
 eal="--no-huge --no-pci -m 256 --no-shconf --log-level=lib.vhost.config:warning --log-level=pmd.net.vhost:warning"
 fail=0
+# Each process's main thread is pinned to its first lcore (0 by default).
+tx_cpu="" rx_cpu=""
+if [ "$(nproc)" -ge 2 ]; then tx_cpu="-l 1" rx_cpu="-l 0"; fi
 
 # run NAME POLICY PATTERN RATE DURATION
 run() {
 	local name=$1 policy=$2 pattern=$3 rate=$4 dur=$5
 	rm -f "$sock"
-	"$testevd" $eal --file-prefix=evd-tx$$ --vdev "net_vhost0,iface=$sock,queues=1" -- \
+	"$testevd" $eal $tx_cpu --file-prefix=evd-tx$$ --vdev "net_vhost0,iface=$sock,queues=1" -- \
 		--send --pattern "$pattern" --rate "$rate" --duration "$dur" --send-delay 3 \
 		--json "$tmp/$name-tx.json" >"$tmp/$name-tx.log" 2>&1 &
 	local tx=$!
@@ -33,7 +36,7 @@ run() {
 	if [ ! -S "$sock" ]; then
 		echo "FAIL: $name: the vhost side did not create $sock"; cat "$tmp/$name-tx.log"; fail=1; return
 	fi
-	timeout 120 "$testevd" $eal --file-prefix=evd-rx$$ --vdev "net_virtio_user0,path=$sock,queues=1" -- \
+	timeout 120 "$testevd" $eal $rx_cpu --file-prefix=evd-rx$$ --vdev "net_virtio_user0,path=$sock,queues=1" -- \
 		--source ethdev --policy "$policy" --duration "$dur" --no-progress --probe-arm \
 		--json "$tmp/$name-rx.json" >"$tmp/$name-rx.log" 2>&1
 	local rrc=$?

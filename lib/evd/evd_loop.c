@@ -7,7 +7,7 @@
  *   2. all empty: ask the policy (poll again, pause, or sleep);
  *   3. sleep: arm every armable source, then re-poll every source;
  *   4. still all empty: wait on epoll, bounded;
- *   5. wake: ack every ready source exactly once, poll, disarm.
+ *   5. wake: poll, ack every ready source exactly once, disarm.
  */
 #include <errno.h>
 #include <poll.h>
@@ -456,10 +456,10 @@ disarm_all(struct evd_loop *loop)
 		disarm(loop->src[i]);
 }
 
-/* Step 4: wait on epoll, at most timeout_ns. Step 5's ack is done here for
- * every ready source, exactly once. Returns the wake reason. */
+/* Step 4: wait on epoll, at most timeout_ns; mark the sources whose fd is
+ * ready. Returns the wake reason. */
 static enum evd_wake_reason
-wait_and_ack(struct evd_loop *loop, uint64_t timeout_ns)
+wait_ready(struct evd_loop *loop, uint64_t timeout_ns)
 {
 	struct epoll_event evs[64];
 	struct timespec ts = {
@@ -485,7 +485,6 @@ wait_and_ack(struct evd_loop *loop, uint64_t timeout_ns)
 	EVD_STAT_ADD(loop->stats.wakeups, 1);
 	for (int i = 0; i < n; i++) {
 		struct evd_source *s = evs[i].data.ptr;
-		int rc;
 
 		if (s == NULL) {
 			uint64_t v;
@@ -497,13 +496,26 @@ wait_and_ack(struct evd_loop *loop, uint64_t timeout_ns)
 		}
 		s->woken = 1;
 		EVD_STAT_ADD(s->stats.wakeups, 1);
-		if (s->ops->ack == NULL)
+	}
+	return why;
+}
+
+/* Step 5: consume the notification of every source that woke the loop,
+ * exactly once. Done after the post-wake poll, so that a wakeup reaches the
+ * handlers one syscall sooner; still before any source is armed again. */
+static void
+ack_woken(struct evd_loop *loop)
+{
+	for (uint32_t i = 0; i < loop->n_src; i++) {
+		struct evd_source *s = loop->src[i];
+		int rc;
+
+		if (!s->woken || s->ops->ack == NULL)
 			continue;
 		rc = s->ops->ack(s);
 		if (rc < 0 && rc != -EAGAIN)
 			source_error(loop, s, "ack", rc);
 	}
-	return why;
 }
 
 /* After a wake: the sources that notified and found nothing were spurious;
@@ -620,17 +632,19 @@ sleep_protocol(struct evd_loop *loop, uint64_t policy_ns, uint64_t now)
 		set_mode(loop, EVD_MODE_POLL, t0);
 		return 0;
 	}
-	why = wait_and_ack(loop, sleep_bound(loop, policy_ns, all_armed, t0));
+	why = wait_ready(loop, sleep_bound(loop, policy_ns, all_armed, t0));
 	t1 = evd__now(loop);
 	set_mode(loop, EVD_MODE_POLL, t1);
 	cpu_sample(loop);
 	if (loop->policy.ops->on_wake != NULL)
 		loop->policy.ops->on_wake(loop->policy.state, t1, t1 - t0, why);
 
-	/* Step 5 then 1: poll with the sources still armed, so that the
-	 * lost-wakeup check sees any notification raised meanwhile. */
+	/* Step 1 again, then 5: poll with the sources still armed, so that the
+	 * lost-wakeup check sees any notification raised meanwhile; then ack
+	 * what woke us, then disarm (in after_wake). */
 	evd__timers_run(loop, t1);
 	n = poll_all(loop, false);
+	ack_woken(loop);
 	after_wake(loop, why, n);
 	if (n > 0)
 		note_events(loop, t1, n);
