@@ -14,6 +14,9 @@
 #define EXIT_USAGE 2   /* bad command line */
 #define EXIT_RUNTIME 3 /* EAL or library failure */
 
+/* testevd_parse_opts(): 0, EXIT_USAGE (message printed), or this. */
+#define TESTEVD_HELP_SHOWN (-1)
+
 struct opts {
 	const char *source;    /* ring, verbs-emu, verbs */
 	const char *semantics; /* verbs-emu: strict, considerate */
@@ -54,6 +57,10 @@ struct pattern {
 	const struct phase *phases;
 	unsigned int n_phases;
 };
+
+/* Parse testevd's options (after "--") into o, which holds the defaults. */
+int testevd_parse_opts(int argc, char **argv, struct opts *o);
+void testevd_usage(FILE *f, const char *prog);
 
 const struct pattern *pattern_find(const char *name);
 void pattern_list(FILE *f);

@@ -44,7 +44,12 @@ RTE_LOG_REGISTER(evd_ethdev_logtype, pmd.evd.net_ethdev, INFO);
 struct cb_token {
 	rte_spinlock_t lock;
 	struct rxq_src *q;
+	struct cb_token *next; /* on the orphan list */
 };
+
+/* Tokens ethdev still holds for released ports: kept, and reachable. */
+static struct cb_token *orphans;
+static rte_spinlock_t orphans_lock = RTE_SPINLOCK_INITIALIZER;
 
 struct rxq_src {
 	struct evd_source src;
@@ -141,8 +146,14 @@ callbacks_off(struct rxq_src *q, bool port_gone)
 	for (size_t i = 0; i < RTE_DIM(watched) && !port_gone; i++)
 		if (rte_eth_dev_callback_unregister(q->port, watched[i], port_event_cb, t) < 0)
 			all = false;
-	if (all)
+	if (all) {
 		free(t);
+	} else {
+		rte_spinlock_lock(&orphans_lock);
+		t->next = orphans;
+		orphans = t;
+		rte_spinlock_unlock(&orphans_lock);
+	}
 	q->token = NULL;
 }
 

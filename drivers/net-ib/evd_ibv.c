@@ -308,7 +308,6 @@ static void
 cq_close(struct evd_source *src)
 {
 	struct cq_src *s = (struct cq_src *)src;
-	int rc;
 
 	registry_del(s);
 	/* Every event the channel holds was reported by the device: read and
@@ -317,7 +316,8 @@ cq_close(struct evd_source *src)
 		;
 	ack_events(s);
 	if (s->created) {
-		rc = ibv_destroy_cq(s->cq);
+		int rc = ibv_destroy_cq(s->cq);
+
 		if (rc != 0)
 			IBV_LOG(ERR, "CQ source %s: ibv_destroy_cq: %s", src->name,
 				strerror(-neg_errno(rc)));

@@ -1,0 +1,284 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * testevd's command line (what follows the EAL options and "--"). Kept apart
+ * from main() so that tests/fuzz can drive it with any input.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_build_config.h>
+
+#include <evd.h>
+#include <evd_policy.h>
+
+#include "testevd.h"
+
+/* The source kinds of this build; run.c has their implementations. */
+static const char *const source_names[] = {
+	"ring",
+#ifdef TESTEVD_HAVE_VERBS
+	"verbs-emu",
+	"verbs",
+#endif
+	"ethdev",
+};
+
+static bool
+source_known(const char *name)
+{
+	for (size_t i = 0; i < sizeof(source_names) / sizeof(source_names[0]); i++)
+		if (strcmp(source_names[i], name) == 0)
+			return true;
+	return false;
+}
+
+void
+testevd_usage(FILE *f, const char *prog)
+{
+	fprintf(f,
+		"Usage: %s [EAL options --] [options]\n"
+		"\n"
+		"Runs an arrival pattern through an evd loop and reports CPU, latency and\n"
+		"the arm protocol's counters. With no options: the demo pattern for 10 s on\n"
+		"the ring source under the adaptive policy.\n"
+		"\n"
+		"Options:\n"
+		"  --source KIND     where events come from (default ring):\n"
+		"                      ring       the software event ring\n"
+		"                      verbs-emu  a verbs CQ on the emulated HCA (net-ib)\n"
+		"                      verbs      a loopback RC QP on a real device (net-ib)\n"
+		"  --semantics S     verbs-emu notification: strict (IBTA, default) or\n"
+		"                    considerate (mlx5: arming fires for queued completions)\n"
+		"                      ethdev     Rx queues of an ethdev port (EAL --vdev or -a);\n"
+		"                                 a testevd --send process plays the pattern\n"
+		"  --device NAME     verbs: the RDMA device (see ibv_devices)\n"
+		"  --port N          ethdev and --send: the port (default 0)\n"
+		"  --queues N        ethdev: Rx queues to receive on (default 1; 1..16)\n"
+		"  --raw-epoll       receive on --port without evd, as DPDK's l3fwd-power\n"
+		"                    does (rte_epoll_wait, 10 ms timeout): the baseline\n"
+		"  --probe-arm       ethdev: before the run, check whether enabling the Rx\n"
+		"                    interrupt fires for packets already queued\n"
+		"  --send            transmit the pattern on --port (e.g. the vhost side of a\n"
+		"                    vhost-user pair) for a --source ethdev receiver\n"
+		"  --send-delay S    --send: seconds between link up and the pattern\n"
+		"                    (default 1; 0..60)\n"
+		"  --policy SPEC     policy spec (default adaptive): poll, intr, adaptive,\n"
+		"                    adaptive:budget_us=N,spin_pct=N,pause_ns=N\n"
+		"  --duration S      length of the pattern in seconds (default 10; 0.1..86400)\n"
+		"  --pattern NAME    arrival pattern (default demo):\n",
+		prog);
+	pattern_list(f);
+	fprintf(f,
+		"  --rate R          base rate in events/s (default 20000; 1..100000000)\n"
+		"  --seed N          random seed of the arrival gaps (default 1)\n"
+		"  --max-sleep-us N  bound on one sleep, in us (default %d)\n"
+		"  --json FILE       write the report as JSON ('-' for stdout); with\n"
+		"                    --compare, an array with one object per policy\n"
+		"  --compare         run the pattern under poll, intr and adaptive, one table\n"
+		"  --rounds N        with --compare: interleave the three runs N times and\n"
+		"                    add them up (default 1; 1..1000)\n"
+		"  --no-progress     no live progress line (it is shown only on a terminal)\n"
+		"  --help            this text\n"
+		"\n"
+		"EAL options go before '--'. Without any, testevd passes:\n"
+		"  --no-huge --no-pci -m 128 --no-shconf --file-prefix=testevd-PID\n"
+		"so it needs no hugepages. Logs go through DPDK's log system (type lib.evd).\n"
+		"\n"
+		"Exit status: 0 ok; 1 an event was lost or a lost wakeup was counted;\n"
+		"2 bad command line; 3 EAL or library failure.\n",
+		EVD_DEFAULT_MAX_SLEEP_US);
+}
+
+static int
+bad(const char *prog, const char *fmt, const char *arg)
+{
+	fprintf(stderr, "%s: ", prog);
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\nTry '%s --help'.\n", prog);
+	return EXIT_USAGE;
+}
+
+static int
+parse_double(const char *s, double lo, double hi, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (*s == '\0' || *end != '\0' || errno != 0 || !isfinite(v) || v < lo || v > hi)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int
+parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (*end != '\0' || errno != 0 || v < lo || v > hi)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+int
+testevd_parse_opts(int argc, char **argv, struct opts *o)
+{
+	enum { O_POLICY = 256, O_DURATION, O_PATTERN, O_RATE, O_SEED, O_JSON, O_COMPARE,
+	       O_NOPROGRESS, O_MAXSLEEP, O_ROUNDS, O_SOURCE, O_SEMANTICS, O_DEVICE, O_PORT, O_QUEUES, O_SEND, O_SEND_DELAY, O_PROBE_ARM, O_RAW, O_HELP };
+	static const struct option lo[] = {
+		{ "policy", required_argument, NULL, O_POLICY },
+		{ "duration", required_argument, NULL, O_DURATION },
+		{ "pattern", required_argument, NULL, O_PATTERN },
+		{ "rate", required_argument, NULL, O_RATE },
+		{ "seed", required_argument, NULL, O_SEED },
+		{ "json", required_argument, NULL, O_JSON },
+		{ "compare", no_argument, NULL, O_COMPARE },
+		{ "no-progress", no_argument, NULL, O_NOPROGRESS },
+		{ "max-sleep-us", required_argument, NULL, O_MAXSLEEP },
+		{ "rounds", required_argument, NULL, O_ROUNDS },
+		{ "source", required_argument, NULL, O_SOURCE },
+		{ "semantics", required_argument, NULL, O_SEMANTICS },
+		{ "device", required_argument, NULL, O_DEVICE },
+		{ "port", required_argument, NULL, O_PORT },
+		{ "queues", required_argument, NULL, O_QUEUES },
+		{ "send", no_argument, NULL, O_SEND },
+		{ "probe-arm", no_argument, NULL, O_PROBE_ARM },
+		{ "raw-epoll", no_argument, NULL, O_RAW },
+		{ "send-delay", required_argument, NULL, O_SEND_DELAY },
+		{ "help", no_argument, NULL, O_HELP },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *prog = argv[0];
+	uint64_t u;
+	int c;
+
+	opterr = 0;
+	optind = 0; /* glibc: a full reset, so that the parser can run again */
+	while ((c = getopt_long(argc, argv, ":", lo, NULL)) != -1) {
+		switch (c) {
+		case O_POLICY:
+			if (evd_policy_validate(optarg) < 0)
+				return bad(prog, "invalid --policy '%s' (see the log line above)", optarg);
+			o->policy = optarg;
+			break;
+		case O_DURATION:
+			if (parse_double(optarg, 0.1, 86400, &o->duration_s) < 0)
+				return bad(prog, "invalid --duration '%s' (seconds, 0.1..86400)", optarg);
+			break;
+		case O_PATTERN:
+			if (pattern_find(optarg) == NULL)
+				return bad(prog, "unknown --pattern '%s'", optarg);
+			o->pattern = optarg;
+			break;
+		case O_RATE:
+			if (parse_double(optarg, 1, 1e8, &o->rate) < 0)
+				return bad(prog, "invalid --rate '%s' (events/s, 1..100000000)", optarg);
+			break;
+		case O_SEED:
+			if (parse_u64(optarg, 0, UINT64_MAX, &o->seed) < 0)
+				return bad(prog, "invalid --seed '%s' (unsigned integer)", optarg);
+			break;
+		case O_MAXSLEEP:
+			if (parse_u64(optarg, 1, 60u * 1000 * 1000, &u) < 0)
+				return bad(prog, "invalid --max-sleep-us '%s' (1..60000000)", optarg);
+			o->max_sleep_us = (uint32_t)u;
+			break;
+		case O_SOURCE:
+			if (!source_known(optarg))
+				return bad(prog, "unknown --source '%s' (ring; verbs-emu and verbs need "
+					   "the net-ib driver, built with libibverbs)", optarg);
+			o->source = optarg;
+			break;
+		case O_SEMANTICS:
+			if (strcmp(optarg, "strict") != 0 && strcmp(optarg, "considerate") != 0)
+				return bad(prog, "invalid --semantics '%s' (strict or considerate)", optarg);
+			o->semantics = optarg;
+			o->semantics_given = true;
+			break;
+		case O_DEVICE:
+			if (*optarg == '\0')
+				return bad(prog, "empty --device%s", "");
+			o->device = optarg;
+			break;
+		case O_PORT:
+			if (parse_u64(optarg, 0, RTE_MAX_ETHPORTS - 1, &u) < 0)
+				return bad(prog, "invalid --port '%s'", optarg);
+			o->port = (uint16_t)u;
+			break;
+		case O_QUEUES:
+			if (parse_u64(optarg, 1, 16, &u) < 0)
+				return bad(prog, "invalid --queues '%s' (1..16)", optarg);
+			o->queues = (uint16_t)u;
+			break;
+		case O_SEND:
+			o->send = true;
+			break;
+		case O_PROBE_ARM:
+			o->probe_arm = true;
+			break;
+		case O_RAW:
+			o->raw_epoll = true;
+			break;
+		case O_SEND_DELAY:
+			if (parse_double(optarg, 0, 60, &o->send_delay_s) < 0)
+				return bad(prog, "invalid --send-delay '%s' (0..60 s)", optarg);
+			break;
+		case O_ROUNDS:
+			if (parse_u64(optarg, 1, 1000, &u) < 0)
+				return bad(prog, "invalid --rounds '%s' (1..1000)", optarg);
+			o->rounds = (unsigned int)u;
+			break;
+		case O_JSON:
+			if (*optarg == '\0')
+				return bad(prog, "empty --json file name%s", "");
+			o->json = optarg;
+			break;
+		case O_COMPARE:
+			o->compare = true;
+			break;
+		case O_NOPROGRESS:
+			o->progress = false;
+			break;
+		case O_HELP:
+			testevd_usage(stdout, prog);
+			return TESTEVD_HELP_SHOWN;
+		case ':':
+			return bad(prog, "option '%s' needs a value", argv[optind - 1]);
+		default:
+			return bad(prog, "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return bad(prog, "unexpected argument '%s'", argv[optind]);
+	if (o->rounds > 1 && !o->compare)
+		return bad(prog, "--rounds needs --compare%s", "");
+	if (strcmp(o->source, "verbs") == 0 && o->device == NULL)
+		return bad(prog, "--source verbs needs --device NAME%s", "");
+	if (o->device != NULL && strcmp(o->source, "verbs") != 0)
+		return bad(prog, "--device applies to --source verbs only%s", "");
+	if (o->semantics_given && strcmp(o->source, "verbs-emu") != 0)
+		return bad(prog, "--semantics applies to --source verbs-emu only%s", "");
+	if (o->send && (o->compare || strcmp(o->source, "ring") != 0))
+		return bad(prog, "--send transmits on --port; it takes no --source or --compare%s", "");
+	if (o->raw_epoll && (o->send || o->compare || strcmp(o->source, "ring") != 0))
+		return bad(prog, "--raw-epoll receives on --port by itself: no --source, --send "
+			   "or --compare%s", "");
+	if (o->probe_arm && strcmp(o->source, "ethdev") != 0)
+		return bad(prog, "--probe-arm applies to --source ethdev only%s", "");
+	if (o->compare && strcmp(o->source, "ethdev") == 0)
+		return bad(prog, "--compare needs a local producer; with --source ethdev run the "
+			   "sender once per policy%s", "");
+	return 0;
+}
+
