@@ -1,17 +1,34 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "strict_source.h"
 
+/* Consume one injected fault, if any is left. */
+static bool
+take_fault(int *knob)
+{
+	int v = __atomic_load_n(knob, __ATOMIC_ACQUIRE);
+
+	while (v > 0)
+		if (__atomic_compare_exchange_n(knob, &v, v - 1, false, __ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE))
+			return true;
+	return false;
+}
+
 static int
 strict_poll(struct evd_source *src, uint16_t budget)
 {
 	struct strict_source *s = (struct strict_source *)src;
-	uint64_t n = __atomic_load_n(&s->items, __ATOMIC_ACQUIRE);
+	uint64_t n;
 
+	if (take_fault(&s->fail_poll))
+		return -EIO;
+	n = __atomic_load_n(&s->items, __ATOMIC_ACQUIRE);
 	if (n == 0)
 		return 0;
 	if (n > budget)
@@ -30,7 +47,7 @@ notify(struct strict_source *s)
 	if (s->never_notify)
 		return;
 	if (write(s->pipe[1], &rec, sizeof(rec)) == sizeof(rec))
-		s->notified++;
+		__atomic_fetch_add(&s->notified, 1, __ATOMIC_RELAXED);
 }
 
 static int
@@ -38,6 +55,8 @@ strict_arm(struct evd_source *src)
 {
 	struct strict_source *s = (struct strict_source *)src;
 
+	if (take_fault(&s->fail_arm))
+		return -EIO;
 	if (s->inject_at_arm > 0) {
 		/* lands after the last empty poll, before the arm: no event */
 		__atomic_fetch_add(&s->items, (uint64_t)s->inject_at_arm, __ATOMIC_ACQ_REL);
@@ -65,13 +84,17 @@ strict_ack(struct evd_source *src)
 {
 	struct strict_source *s = (struct strict_source *)src;
 	uint64_t rec;
-	ssize_t r = read(s->pipe[0], &rec, sizeof(rec));
+	ssize_t r;
+
+	if (take_fault(&s->ack_eagain))
+		return -EAGAIN; /* the notification stays: the next wait returns at once */
+	r = read(s->pipe[0], &rec, sizeof(rec));
 
 	if (r < 0)
 		return -errno;
 	if (r != sizeof(rec))
 		return -EIO;
-	s->acked++;
+	__atomic_fetch_add(&s->acked, 1, __ATOMIC_RELAXED);
 	return 0;
 }
 

@@ -21,6 +21,9 @@ struct strict_source {
 	int armed;
 	int inject_at_arm;    /* items to add just before the next arm */
 	int never_notify;     /* a broken source: arms but never notifies */
+	int fail_arm;         /* the next n arms fail with -EIO (atomic) */
+	int fail_poll;        /* the next n polls fail with -EIO (atomic) */
+	int ack_eagain;       /* the next n acks find nothing (-EAGAIN) (atomic) */
 	uint64_t notified;    /* notifications written */
 	uint64_t acked;       /* notifications consumed */
 	uint64_t delivered;

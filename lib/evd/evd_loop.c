@@ -480,9 +480,14 @@ wait_ready(struct evd_loop *loop, uint64_t timeout_ns)
 		EVD_STAT_ADD(loop->stats.sleep_timeouts, 1);
 		return EVD_WAKE_TIMEOUT;
 	}
-	if (n < 0) /* EINTR: a signal; treated as a wakeup with nothing ready */
-		n = 0;
 	EVD_STAT_ADD(loop->stats.wakeups, 1);
+	if (n < 0) {
+		/* EINTR: a signal woke us, nothing is ready: a spurious wakeup */
+		if (errno != EINTR)
+			EVD_LOG(ERR, "loop %s: epoll_pwait2: %s", loop->name, strerror(errno));
+		EVD_STAT_ADD(loop->stats.spurious_wakeups, 1);
+		return EVD_WAKE_NOTIFY;
+	}
 	for (int i = 0; i < n; i++) {
 		struct evd_source *s = evs[i].data.ptr;
 
