@@ -57,6 +57,9 @@ test_spec_errors(void)
 		{ "intr:budget_us=1", -EINVAL, "'budget_us'" },
 		{ "Adaptive", -EINVAL, "bad policy name" },
 		{ "nosuch", -ENOENT, "'nosuch'" },
+		{ "l3fwd:timeout_ms=0", -EINVAL, "timeout_ms" },
+		{ "napi:bogus=1", -EINVAL, "'bogus'" },
+		{ "ski-rand:b_ns=0", -EINVAL, "b_ns" },
 		{ "nosuch:a=1", -ENOENT, "'nosuch'" },
 	};
 
@@ -84,7 +87,9 @@ test_spec_ok(void)
 {
 	static const char *good[] = {
 		"adaptive", "poll", "intr", "adaptive:budget_us=50",
-		"adaptive:budget_us=50,spin_pct=10,pause_ns=500", "adaptive:budget_us=0",
+		"adaptive:budget_us=50,spin_pct=10,pause_ns=500", "l3fwd", "pmdmgmt", "napi",
+		"napi:defer=100,timeout_us=20", "haltpoll", "ski2", "ski-rand", "ski-rand:seed=7",
+		"l3fwd:suspend_threshold=100", "adaptive:budget_us=0",
 	};
 
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {

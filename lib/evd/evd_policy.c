@@ -3,7 +3,7 @@
  * Policies: the spec parser, the registry and the built-ins.
  *
  * Spec grammar: NAME [ ":" KEY "=" VALUE { "," KEY "=" VALUE } ]
- *   NAME, KEY: [a-z0-9_]+   VALUE: unsigned decimal integer
+ *   NAME: [a-z0-9_-]+   KEY: [a-z0-9_]+   VALUE: unsigned decimal integer
  */
 #include <ctype.h>
 #include <errno.h>
@@ -19,7 +19,7 @@
 
 #include "evd_private.h"
 
-#define MAX_POLICIES 16
+#define MAX_POLICIES 32
 #define MAX_PARAMS 16
 #define SPEC_MAX 256
 
@@ -180,17 +180,46 @@ static const struct evd_policy_ops adaptive_policy = {
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static const struct evd_policy_ops *registry[MAX_POLICIES] = {
 	&adaptive_policy, &poll_policy, &intr_policy,
+	/* the baselines follow (evd_policy_baselines.c) */
 };
 
+static pthread_once_t baselines_once = PTHREAD_ONCE_INIT;
+
+static void
+add_baselines(void)
+{
+	for (int i = 0; evd__baseline_policies[i] != NULL; i++)
+		for (int k = 0; k < MAX_POLICIES; k++)
+			if (registry[k] == NULL) {
+				registry[k] = evd__baseline_policies[i];
+				break;
+			}
+}
+
 static bool
-valid_word(const char *s)
+valid_chars(const char *s, bool dash)
 {
 	if (*s == '\0')
 		return false;
 	for (; *s; s++)
-		if (!(islower((unsigned char)*s) || isdigit((unsigned char)*s) || *s == '_'))
+		if (!(islower((unsigned char)*s) || isdigit((unsigned char)*s) || *s == '_' ||
+		      (dash && *s == '-')))
 			return false;
 	return true;
+}
+
+/* Keys: [a-z0-9_]+. */
+static bool
+valid_word(const char *s)
+{
+	return valid_chars(s, false);
+}
+
+/* Policy names may also hold '-' (ski-rand). */
+static bool
+valid_name(const char *s)
+{
+	return valid_chars(s, true);
 }
 
 int
@@ -198,9 +227,10 @@ evd_policy_register(const struct evd_policy_ops *ops)
 {
 	int rc = -ENOSPC;
 
-	if (ops == NULL || ops->name == NULL || ops->decide == NULL || !valid_word(ops->name) ||
+	if (ops == NULL || ops->name == NULL || ops->decide == NULL || !valid_name(ops->name) ||
 	    strlen(ops->name) >= EVD_NAME_MAX)
 		return -EINVAL;
+	pthread_once(&baselines_once, add_baselines);
 	pthread_mutex_lock(&registry_lock);
 	for (int i = 0; i < MAX_POLICIES; i++) {
 		if (registry[i] != NULL && strcmp(registry[i]->name, ops->name) == 0) {
@@ -222,6 +252,7 @@ lookup(const char *name)
 {
 	const struct evd_policy_ops *ops = NULL;
 
+	pthread_once(&baselines_once, add_baselines);
 	pthread_mutex_lock(&registry_lock);
 	for (int i = 0; i < MAX_POLICIES && registry[i] != NULL; i++)
 		if (strcmp(registry[i]->name, name) == 0) {
@@ -260,7 +291,7 @@ parse_spec(const char *spec, struct parsed_spec *ps)
 	colon = strchr(ps->buf, ':');
 	if (colon != NULL)
 		*colon = '\0';
-	if (!valid_word(ps->name)) {
+	if (!valid_name(ps->name)) {
 		EVD_LOG(ERR, "policy spec '%s': bad policy name '%s'", spec, ps->name);
 		return -EINVAL;
 	}
@@ -312,7 +343,7 @@ parse_spec(const char *spec, struct parsed_spec *ps)
 }
 
 static int
-instantiate(const char *spec, bool calibrate, struct evd__policy *out)
+instantiate(const char *spec, bool calibrate, struct evd_policy *out)
 {
 	static const struct evd_policy_env no_env = { .sleep_wake_ns = 20000 };
 	struct parsed_spec ps;
@@ -348,18 +379,75 @@ instantiate(const char *spec, bool calibrate, struct evd__policy *out)
 }
 
 int
-evd__policy_create(const char *spec, struct evd__policy *out)
+evd__policy_create(const char *spec, struct evd_policy *out)
 {
 	return instantiate(spec, true, out);
 }
 
 void
-evd__policy_destroy(struct evd__policy *p)
+evd__policy_destroy(struct evd_policy *p)
 {
 	if (p->ops != NULL && p->ops->destroy != NULL)
 		p->ops->destroy(p->state);
 	p->ops = NULL;
 	p->state = NULL;
+}
+
+int
+evd_policy_create(const char *spec, struct evd_policy **out)
+{
+	struct evd_policy *p;
+	int rc;
+
+	if (out == NULL)
+		return -EINVAL;
+	*out = NULL;
+	p = calloc(1, sizeof(*p));
+	if (p == NULL)
+		return -ENOMEM;
+	rc = instantiate(spec, true, p);
+	if (rc < 0) {
+		free(p);
+		return rc;
+	}
+	*out = p;
+	return 0;
+}
+
+void
+evd_policy_destroy(struct evd_policy *p)
+{
+	if (p == NULL)
+		return;
+	evd__policy_destroy(p);
+	free(p);
+}
+
+const char *
+evd_policy_name(const struct evd_policy *p)
+{
+	return p != NULL ? p->ops->name : NULL;
+}
+
+enum evd_action
+evd_policy_decide(struct evd_policy *p, const struct evd_policy_input *in, uint64_t *arg_ns)
+{
+	*arg_ns = 0;
+	return p->ops->decide(p->state, in, arg_ns);
+}
+
+void
+evd_policy_events(struct evd_policy *p, uint64_t now_ns, uint32_t n)
+{
+	if (p->ops->on_events != NULL)
+		p->ops->on_events(p->state, now_ns, n);
+}
+
+void
+evd_policy_wake(struct evd_policy *p, uint64_t now_ns, uint64_t slept_ns, enum evd_wake_reason why)
+{
+	if (p->ops->on_wake != NULL)
+		p->ops->on_wake(p->state, now_ns, slept_ns, why);
 }
 
 int

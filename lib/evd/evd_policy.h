@@ -21,6 +21,18 @@
  *   spent polling before pausing, 0..100; default 50), `pause_ns` (length of
  *   one pause, 1..1000000; default 1000).
  *
+ * Baselines, copies of the rules in use elsewhere, for comparison:
+ * - `l3fwd`: DPDK l3fwd-power (10 empty polls free, then 1 us waits, sleep with
+ *   a 10 ms timeout at 300); keys `min_zero_polls`, `suspend_threshold`, `timeout_ms`.
+ * - `pmdmgmt`: rte_power_pmd_mgmt PAUSE mode (512 empty polls, then pause; never
+ *   sleeps); keys `empty_polls`, `pause_ns`.
+ * - `napi`: NAPI with deferred IRQs (poll `defer` empty polls and `timeout_us`,
+ *   then re-enable the interrupt); keys `defer`, `timeout_us`.
+ * - `haltpoll`: KVM halt polling (window grows x2 from `start_ns` to `max_ns`
+ *   when a halt was short, halves when it was long).
+ * - `ski2`: spin `b_ns` (default: the measured B), then sleep.
+ * - `ski-rand`: a random threshold on [0, B] per idle gap (e/(e-1)); `b_ns`, `seed`.
+ *
  * A user policy fills struct evd_policy_ops and calls evd_policy_register();
  * its name is then usable in specs. Policy callbacks run on the loop thread.
  */
@@ -92,7 +104,7 @@ struct evd_policy_ops {
 /**
  * Register a policy so that specs can name it. Control path, thread-safe.
  * @return 0; -EINVAL for missing name/decide or a bad name; -EEXIST; -ENOSPC
- *   (at most 16 policies).
+ *   (at most 32 policies, built-ins included).
  */
 int evd_policy_register(const struct evd_policy_ops *ops);
 
@@ -101,6 +113,33 @@ int evd_policy_register(const struct evd_policy_ops *ops);
  * @return 0; -EINVAL (bad syntax, key or value; logged); -ENOENT (unknown name).
  */
 int evd_policy_validate(const char *spec);
+
+/** A policy instance, outside any loop (for simulators and scoring). */
+struct evd_policy;
+
+/**
+ * Create a policy instance from a spec, as a loop would (it calibrates the
+ * environment if the policy needs it). Control path.
+ * @return 0; -EINVAL; -ENOENT; -ENOMEM.
+ */
+int evd_policy_create(const char *spec, struct evd_policy **out);
+
+/** Destroy an instance made by evd_policy_create(). */
+void evd_policy_destroy(struct evd_policy *p);
+
+/** The instance's policy name. */
+const char *evd_policy_name(const struct evd_policy *p);
+
+/** Ask the instance what to do after an empty round (see decide). */
+enum evd_action evd_policy_decide(struct evd_policy *p, const struct evd_policy_input *in,
+				  uint64_t *arg_ns);
+
+/** Tell the instance a round found @p n completions (see on_events). */
+void evd_policy_events(struct evd_policy *p, uint64_t now_ns, uint32_t n);
+
+/** Tell the instance a sleep ended (see on_wake). */
+void evd_policy_wake(struct evd_policy *p, uint64_t now_ns, uint64_t slept_ns,
+		     enum evd_wake_reason why);
 
 /**
  * The environment measured for this process (measures on first call,

@@ -19,13 +19,16 @@ extern int evd__logtype;
 	rte_log(RTE_LOG_##level, evd__logtype, "EVD: " fmt "\n", ##__VA_ARGS__)
 
 /* A policy instance: its ops and state. */
-struct evd__policy {
+struct evd_policy {
 	const struct evd_policy_ops *ops;
 	void *state;
 };
 
-int evd__policy_create(const char *spec, struct evd__policy *out);
-void evd__policy_destroy(struct evd__policy *p);
+/* The baseline policies, NULL-terminated (evd_policy_baselines.c). */
+extern const struct evd_policy_ops *const evd__baseline_policies[];
+
+int evd__policy_create(const char *spec, struct evd_policy *out);
+void evd__policy_destroy(struct evd_policy *p);
 
 /* Timer heap, ordered by deadline. */
 struct evd_timer {
@@ -54,7 +57,7 @@ evd__timers_next(const struct evd__timers *h)
 
 struct evd_loop {
 	char name[EVD_NAME_MAX];
-	struct evd__policy policy;
+	struct evd_policy policy;
 	struct evd_clock clock;
 	uint64_t max_sleep_ns;
 	uint64_t poll_only_bound_ns;

@@ -1,0 +1,337 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Baseline policies: the rules the field uses today, copied from their
+ * published form, for side-by-side comparison with adaptive.
+ *
+ * l3fwd     DPDK l3fwd-power: the first 10 empty polls poll on; then each empty
+ *           poll waits 1 us (rte_delay_us(1)); at 300 empty polls, enable the
+ *           Rx interrupt and sleep with a 10 ms timeout.
+ * pmdmgmt   rte_power_pmd_mgmt, PAUSE mode: after 512 empty polls each empty
+ *           poll pauses (rte_pause loop, 1 us); it never sleeps.
+ * napi      Linux NAPI with deferred IRQs: keep polling for `defer` empty
+ *           polls (napi_defer_hard_irqs, default 2) and `timeout_us` (like
+ *           gro_flush_timeout, default 20), then re-enable the interrupt.
+ * haltpoll  KVM halt polling: poll for a window before halting; the window
+ *           grows x2 from 10 us (up to 200 us) when a halt was woken within
+ *           the limit, and shrinks /2 when a halt outlasted it.
+ * ski2      spin for B (the measured sleep-and-wake cost), then sleep:
+ *           2-competitive.
+ * ski-rand  spin for a random threshold drawn on [0, B] with density
+ *           e^(x/B) / (B (e - 1)) per idle gap: e/(e-1)-competitive.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_common.h>
+
+#include "evd_private.h"
+
+struct kv {
+	const char *key;
+	uint64_t lo, hi;
+	uint64_t *dst;
+};
+
+static int
+parse_keys(const char *policy, const struct evd_policy_param *p, unsigned int n, const struct kv *kv,
+	   unsigned int nkv)
+{
+	for (unsigned int i = 0; i < n; i++) {
+		unsigned int k = 0;
+
+		while (k < nkv && strcmp(p[i].key, kv[k].key) != 0)
+			k++;
+		if (k == nkv) {
+			EVD_LOG(ERR, "policy %s: unknown key '%s'", policy, p[i].key);
+			return -EINVAL;
+		}
+		if (p[i].value < kv[k].lo || p[i].value > kv[k].hi) {
+			EVD_LOG(ERR, "policy %s: %s=%" PRIu64 " out of range %" PRIu64 "..%" PRIu64,
+				policy, p[i].key, p[i].value, kv[k].lo, kv[k].hi);
+			return -EINVAL;
+		}
+		*kv[k].dst = p[i].value;
+	}
+	return 0;
+}
+
+/* A policy whose state is a few numbers. */
+struct params {
+	uint64_t a, b, c;
+	uint64_t window; /* haltpoll */
+	uint64_t threshold; /* ski-rand */
+	uint64_t rnd;
+};
+
+static int
+alloc_state(struct params *init, void **state)
+{
+	struct params *p = malloc(sizeof(*p));
+
+	if (p == NULL)
+		return -ENOMEM;
+	*p = *init;
+	*state = p;
+	return 0;
+}
+
+static void
+free_state(void *st)
+{
+	free(st);
+}
+
+/* ---- l3fwd ---- */
+
+static int
+l3fwd_create(const struct evd_policy_param *p, unsigned int n, const struct evd_policy_env *env,
+	     void **state)
+{
+	struct params s = { .a = 10, .b = 300, .c = 10000 }; /* min zero polls, suspend, timeout ms */
+	const struct kv kv[] = {
+		{ "min_zero_polls", 0, 1000000, &s.a },
+		{ "suspend_threshold", 1, 1000000, &s.b },
+		{ "timeout_ms", 1, 10000, &s.c },
+	};
+	int rc = parse_keys("l3fwd", p, n, kv, RTE_DIM(kv));
+
+	RTE_SET_USED(env);
+	if (rc == 0 && s.c == 10000)
+		s.c = 10;
+	return rc < 0 ? rc : alloc_state(&s, state);
+}
+
+static enum evd_action
+l3fwd_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
+{
+	const struct params *s = st;
+
+	if (in->idle_rounds <= s->a)
+		return EVD_ACTION_POLL;
+	if (in->idle_rounds < s->b) {
+		*arg = 1000; /* rte_delay_us(MINIMUM_SLEEP_TIME = 1) */
+		return EVD_ACTION_PAUSE;
+	}
+	*arg = s->c * 1000000; /* epoll timeout 10 ms */
+	return EVD_ACTION_SLEEP;
+}
+
+static const struct evd_policy_ops l3fwd_ops = {
+	.name = "l3fwd", .create = l3fwd_create, .destroy = free_state, .decide = l3fwd_decide,
+};
+
+/* ---- pmdmgmt ---- */
+
+static int
+pmdmgmt_create(const struct evd_policy_param *p, unsigned int n, const struct evd_policy_env *env,
+	       void **state)
+{
+	struct params s = { .a = 512, .b = 1000 }; /* EMPTYPOLL_MAX, pause ns */
+	const struct kv kv[] = {
+		{ "empty_polls", 0, 1000000, &s.a },
+		{ "pause_ns", 1, 1000000, &s.b },
+	};
+	int rc = parse_keys("pmdmgmt", p, n, kv, RTE_DIM(kv));
+
+	RTE_SET_USED(env);
+	return rc < 0 ? rc : alloc_state(&s, state);
+}
+
+static enum evd_action
+pmdmgmt_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
+{
+	const struct params *s = st;
+
+	if (in->idle_rounds <= s->a)
+		return EVD_ACTION_POLL;
+	*arg = s->b;
+	return EVD_ACTION_PAUSE;
+}
+
+static const struct evd_policy_ops pmdmgmt_ops = {
+	.name = "pmdmgmt", .create = pmdmgmt_create, .destroy = free_state, .decide = pmdmgmt_decide,
+};
+
+/* ---- napi ---- */
+
+static int
+napi_create(const struct evd_policy_param *p, unsigned int n, const struct evd_policy_env *env,
+	    void **state)
+{
+	struct params s = { .a = 2, .b = 20 }; /* defer polls, timeout us */
+	const struct kv kv[] = {
+		{ "defer", 0, 1000000, &s.a },
+		{ "timeout_us", 0, 1000000, &s.b },
+	};
+	int rc = parse_keys("napi", p, n, kv, RTE_DIM(kv));
+
+	RTE_SET_USED(env);
+	return rc < 0 ? rc : alloc_state(&s, state);
+}
+
+static enum evd_action
+napi_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
+{
+	const struct params *s = st;
+
+	if (in->idle_rounds <= s->a || in->idle_ns < s->b * 1000)
+		return EVD_ACTION_POLL;
+	*arg = 0;
+	return EVD_ACTION_SLEEP;
+}
+
+static const struct evd_policy_ops napi_ops = {
+	.name = "napi", .create = napi_create, .destroy = free_state, .decide = napi_decide,
+};
+
+/* ---- haltpoll ---- */
+
+static int
+haltpoll_create(const struct evd_policy_param *p, unsigned int n, const struct evd_policy_env *env,
+		void **state)
+{
+	struct params s = { .a = 10000, .b = 200000 }; /* grow start, max (ns) */
+	const struct kv kv[] = {
+		{ "start_ns", 1, 1000000, &s.a },
+		{ "max_ns", 1, 10000000, &s.b },
+	};
+	int rc = parse_keys("haltpoll", p, n, kv, RTE_DIM(kv));
+
+	RTE_SET_USED(env);
+	s.window = 0;
+	return rc < 0 ? rc : alloc_state(&s, state);
+}
+
+static enum evd_action
+haltpoll_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
+{
+	const struct params *s = st;
+
+	if (in->idle_ns < s->window)
+		return EVD_ACTION_POLL;
+	*arg = 0;
+	return EVD_ACTION_SLEEP;
+}
+
+static void
+haltpoll_wake(void *st, uint64_t now, uint64_t slept, enum evd_wake_reason why)
+{
+	struct params *s = st;
+
+	RTE_SET_USED(now);
+	if (why == EVD_WAKE_REPOLL)
+		return;
+	if (slept > s->b || why == EVD_WAKE_TIMEOUT)
+		s->window /= 2; /* the halt outlasted the limit: polling longer would not have helped */
+	else if (s->window < s->b)
+		s->window = s->window ? RTE_MIN(s->window * 2, s->b) : s->a; /* would have caught it */
+}
+
+static const struct evd_policy_ops haltpoll_ops = {
+	.name = "haltpoll", .create = haltpoll_create, .destroy = free_state,
+	.decide = haltpoll_decide, .on_wake = haltpoll_wake,
+};
+
+/* ---- ski2 ---- */
+
+static int
+ski2_create(const struct evd_policy_param *p, unsigned int n, const struct evd_policy_env *env,
+	    void **state)
+{
+	struct params s = { .a = 0 };
+	const struct kv kv[] = { { "b_ns", 1, 100000000, &s.a } };
+	int rc = parse_keys("ski2", p, n, kv, RTE_DIM(kv));
+
+	if (rc == 0 && s.a == 0)
+		s.a = env->sleep_wake_ns;
+	return rc < 0 ? rc : alloc_state(&s, state);
+}
+
+static enum evd_action
+ski2_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
+{
+	const struct params *s = st;
+
+	if (in->idle_ns < s->a)
+		return EVD_ACTION_POLL;
+	*arg = 0;
+	return EVD_ACTION_SLEEP;
+}
+
+static const struct evd_policy_ops ski2_ops = {
+	.name = "ski2", .create = ski2_create, .destroy = free_state, .decide = ski2_decide,
+	.needs_env = 1,
+};
+
+/* ---- ski-rand ---- */
+
+static uint64_t
+xorshift(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/* Inverse of the CDF (e^(x/B) - 1) / (e - 1) on [0, B]. */
+static void
+draw(struct params *s)
+{
+	double u = (double)(xorshift(&s->rnd) >> 11) / 9007199254740992.0;
+
+	s->threshold = (uint64_t)((double)s->a * log(1.0 + u * (M_E - 1.0)));
+}
+
+static int
+skirand_create(const struct evd_policy_param *p, unsigned int n, const struct evd_policy_env *env,
+	       void **state)
+{
+	struct params s = { .a = 0, .rnd = 0x9e3779b97f4a7c15ull };
+	uint64_t seed = 1;
+	const struct kv kv[] = {
+		{ "b_ns", 1, 100000000, &s.a },
+		{ "seed", 0, UINT64_MAX, &seed },
+	};
+	int rc = parse_keys("ski-rand", p, n, kv, RTE_DIM(kv));
+
+	if (rc < 0)
+		return rc;
+	if (s.a == 0)
+		s.a = env->sleep_wake_ns;
+	s.rnd ^= seed * 0xbf58476d1ce4e5b9ull;
+	if (s.rnd == 0)
+		s.rnd = 1;
+	draw(&s);
+	return alloc_state(&s, state);
+}
+
+static enum evd_action
+skirand_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
+{
+	const struct params *s = st;
+
+	if (in->idle_ns < s->threshold)
+		return EVD_ACTION_POLL;
+	*arg = 0;
+	return EVD_ACTION_SLEEP;
+}
+
+static void
+skirand_events(void *st, uint64_t now, uint32_t n)
+{
+	RTE_SET_USED(now);
+	RTE_SET_USED(n);
+	draw(st); /* a new idle gap starts: a new threshold */
+}
+
+static const struct evd_policy_ops skirand_ops = {
+	.name = "ski-rand", .create = skirand_create, .destroy = free_state,
+	.decide = skirand_decide, .on_events = skirand_events, .needs_env = 1,
+};
+
+const struct evd_policy_ops *const evd__baseline_policies[] = {
+	&l3fwd_ops, &pmdmgmt_ops, &napi_ops, &haltpoll_ops, &ski2_ops, &skirand_ops, NULL,
+};
