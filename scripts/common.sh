@@ -6,7 +6,7 @@ top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${EVD_BUILD_DIR:-$top/build}
 
 # Debian packages the build and the tests need.
-packages=(build-essential meson ninja-build pkg-config libdpdk-dev libibverbs-dev python3 spin
+packages=(build-essential meson ninja-build pkg-config libdpdk-dev libibverbs-dev libpcap-dev python3 spin
 	clang libclang-rt-14-dev cppcheck)
 
 have_all() {

@@ -74,6 +74,40 @@ assert r["events_sent"] == 0 and r["sleeps"] > 0, r
 assert r["mode_time_pct"]["sleep"] > 50, r
 print("ok: idle run spends its time asleep")
 PY
+# --score: every policy against the oracle on a generated trace
+check "score, compare" 0 "$testevd" --score --compare --trace poisson:rate=20000 --events 3000 \
+	--json "$tmp/score.json"
+python3 - "$tmp/score.json" <<'PY' || fail=1
+import json, sys
+a = json.load(open(sys.argv[1]))
+names = [r["policy"] for r in a]
+for p in ["adaptive", "poll", "intr", "l3fwd", "pmdmgmt", "napi", "haltpoll", "ski2", "ski-rand"]:
+    assert p in names, f"{p} missing from {names}"
+for r in a:
+    for k in ["policy", "trace", "competitive_ratio", "cpu_pct", "latency_us", "mode_switches", "oracle_cost"]:
+        assert k in r, (k, r)
+    assert r["events"] == 3000, r
+    # the oracle knows every arrival: no policy can beat it
+    assert r["competitive_ratio"] >= 0.999, r
+poll = next(r for r in a if r["policy"] == "poll")
+assert poll["cpu_pct"] > 99 and poll["latency_us"]["p99"] == 0, poll
+print("ok: score JSON: nine policies, every ratio >= 1")
+PY
+printf '1000\n2000 1\n# a comment\n\n3000\n' > "$tmp/t.txt"
+check "score, text trace" 0 "$testevd" --score --trace "$tmp/t.txt" --json "$tmp/t.json"
+python3 -c "import json,sys; r=json.load(open(sys.argv[1]))[0]; assert r['events']==3, r" "$tmp/t.json" || fail=1
+printf '1000\nabc\n' > "$tmp/bad.txt"
+check "score, bad trace line" 2 "$testevd" --score --trace "$tmp/bad.txt"
+grep -q "line 2" "$tmp/err" || { echo "FAIL: the bad line is not named"; cat "$tmp/err"; fail=1; }
+check "score, bad generator key" 2 "$testevd" --score --trace poisson:speed=3
+check "score without trace" 2 "$testevd" --score
+shared=$(dirname "$0")/../../shared/traces
+if [ -f "$shared/modbusBig.pcap" ]; then
+	check "score, pcap at 100x" 0 "$testevd" --score --policy intr --trace "$shared/modbusBig.pcap" \
+		--speedup 100 --json "$tmp/pcap.json"
+	python3 -c "import json,sys; r=json.load(open(sys.argv[1]))[0]; assert r['events']==13622, r" \
+		"$tmp/pcap.json" || fail=1
+fi
 check "semantics without verbs-emu" 2 "$testevd" --semantics considerate
 check "device without verbs" 2 "$testevd" --device mlx5_0
 check "bad semantics" 2 "$testevd" --source verbs-emu --semantics lazy

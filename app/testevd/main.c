@@ -22,7 +22,8 @@
 
 #include "testevd.h"
 
-static const struct mode *const modes[] = { &mode_demo, &mode_compare, &mode_send, &mode_raw };
+static const struct mode *const modes[] = { &mode_demo, &mode_compare, &mode_send, &mode_raw,
+					    &mode_score };
 
 /* EAL's runtime directory. EAL leaves it behind (its telemetry socket goes
  * in an exit handler registered after ours, so ours runs last): remove it if
@@ -66,6 +67,9 @@ main(int argc, char **argv)
 		.rounds = 1,
 		.queues = 1,
 		.send_delay_s = 1,
+		.speedup = 1,
+		.lambda = 1,
+		.events = 100000,
 		.progress = isatty(STDOUT_FILENO),
 	};
 	char *eal_argv[64], prefix[64];
@@ -138,7 +142,7 @@ main(int argc, char **argv)
 		return EXIT_RUNTIME;
 	}
 	snprintf(runtime_dir, sizeof(runtime_dir), "%s", rte_eal_get_runtime_dir());
-	rc = modes[o.raw_epoll ? 3 : o.send ? 2 : o.compare ? 1 : 0]->run(&o);
+	rc = modes[o.score ? 4 : o.raw_epoll ? 3 : o.send ? 2 : o.compare ? 1 : 0]->run(&o);
 	rte_eal_cleanup();
 	return rc;
 }

@@ -57,6 +57,15 @@ testevd_usage(FILE *f, const char *prog)
 		"  --device NAME     verbs: the RDMA device (see ibv_devices)\n"
 		"  --port N          ethdev and --send: the port (default 0)\n"
 		"  --queues N        ethdev: Rx queues to receive on (default 1; 1..16)\n"
+		"  --score           replay --trace in virtual time and score the policy (or,\n"
+		"                    with --compare, every built-in and baseline policy)\n"
+		"                    against the offline oracle; needs no EAL device\n"
+		"  --trace T         a trace file (gaps in ns per line, or pcap/pcapng) or a\n"
+		"                    generator: poisson:rate=R, onoff:rate=R,on_ms=A,off_ms=B,\n"
+		"                    pareto:alpha=A,mean_us=M, periodic:period_us=P,jitter_us=J, day\n"
+		"  --speedup X       divide every gap of the trace by X (default 1)\n"
+		"  --events N        arrivals a generator makes (default 100000)\n"
+		"  --lambda L        --score: cost of 1 ns of added latency in ns of CPU (default 1)\n"
 		"  --raw-epoll       receive on --port without evd, as DPDK's l3fwd-power\n"
 		"                    does (rte_epoll_wait, 10 ms timeout): the baseline\n"
 		"  --probe-arm       ethdev: before the run, check whether enabling the Rx\n"
@@ -135,7 +144,7 @@ int
 testevd_parse_opts(int argc, char **argv, struct opts *o)
 {
 	enum { O_POLICY = 256, O_DURATION, O_PATTERN, O_RATE, O_SEED, O_JSON, O_COMPARE,
-	       O_NOPROGRESS, O_MAXSLEEP, O_ROUNDS, O_SOURCE, O_SEMANTICS, O_DEVICE, O_PORT, O_QUEUES, O_SEND, O_SEND_DELAY, O_PROBE_ARM, O_RAW, O_HELP };
+	       O_NOPROGRESS, O_MAXSLEEP, O_ROUNDS, O_SOURCE, O_SEMANTICS, O_DEVICE, O_PORT, O_QUEUES, O_SEND, O_SEND_DELAY, O_PROBE_ARM, O_RAW, O_SCORE, O_TRACE, O_SPEEDUP, O_EVENTS, O_LAMBDA, O_HELP };
 	static const struct option lo[] = {
 		{ "policy", required_argument, NULL, O_POLICY },
 		{ "duration", required_argument, NULL, O_DURATION },
@@ -155,6 +164,11 @@ testevd_parse_opts(int argc, char **argv, struct opts *o)
 		{ "send", no_argument, NULL, O_SEND },
 		{ "probe-arm", no_argument, NULL, O_PROBE_ARM },
 		{ "raw-epoll", no_argument, NULL, O_RAW },
+		{ "score", no_argument, NULL, O_SCORE },
+		{ "trace", required_argument, NULL, O_TRACE },
+		{ "speedup", required_argument, NULL, O_SPEEDUP },
+		{ "events", required_argument, NULL, O_EVENTS },
+		{ "lambda", required_argument, NULL, O_LAMBDA },
 		{ "send-delay", required_argument, NULL, O_SEND_DELAY },
 		{ "help", no_argument, NULL, O_HELP },
 		{ NULL, 0, NULL, 0 },
@@ -230,6 +244,27 @@ testevd_parse_opts(int argc, char **argv, struct opts *o)
 		case O_RAW:
 			o->raw_epoll = true;
 			break;
+		case O_SCORE:
+			o->score = true;
+			break;
+		case O_TRACE:
+			if (*optarg == '\0')
+				return bad(prog, "empty --trace%s", "");
+			o->trace = optarg;
+			break;
+		case O_SPEEDUP:
+			if (parse_double(optarg, 1e-3, 1e6, &o->speedup) < 0)
+				return bad(prog, "invalid --speedup '%s' (0.001..1000000)", optarg);
+			break;
+		case O_EVENTS:
+			if (parse_u64(optarg, 1, 50000000, &u) < 0)
+				return bad(prog, "invalid --events '%s' (1..50000000)", optarg);
+			o->events = u;
+			break;
+		case O_LAMBDA:
+			if (parse_double(optarg, 0, 1e6, &o->lambda) < 0)
+				return bad(prog, "invalid --lambda '%s' (0..1000000)", optarg);
+			break;
 		case O_SEND_DELAY:
 			if (parse_double(optarg, 0, 60, &o->send_delay_s) < 0)
 				return bad(prog, "invalid --send-delay '%s' (0..60 s)", optarg);
@@ -271,6 +306,12 @@ testevd_parse_opts(int argc, char **argv, struct opts *o)
 		return bad(prog, "--semantics applies to --source verbs-emu only%s", "");
 	if (o->send && (o->compare || strcmp(o->source, "ring") != 0))
 		return bad(prog, "--send transmits on --port; it takes no --source or --compare%s", "");
+	if (o->score && o->trace == NULL)
+		return bad(prog, "--score needs --trace FILE|GENERATOR%s", "");
+	if (o->trace != NULL && !o->score)
+		return bad(prog, "--trace is for --score (real-time replay comes later)%s", "");
+	if (o->score && (o->send || o->raw_epoll || strcmp(o->source, "ring") != 0))
+		return bad(prog, "--score runs no source: no --source, --send or --raw-epoll%s", "");
 	if (o->raw_epoll && (o->send || o->compare || strcmp(o->source, "ring") != 0))
 		return bad(prog, "--raw-epoll receives on --port by itself: no --source, --send "
 			   "or --compare%s", "");

@@ -25,7 +25,12 @@ struct opts {
 	uint16_t queues;       /* ethdev: Rx queues to receive on */
 	bool send;             /* --send: transmit the pattern on the port */
 	bool probe_arm;
-	bool raw_epoll;        /* --raw-epoll: the l3fwd-power style baseline */        /* ethdev: check whether arming fires for queued packets */
+	bool raw_epoll;        /* --raw-epoll: the l3fwd-power style baseline */
+	bool score;            /* --score: replay --trace in virtual time against the oracle */
+	const char *trace;     /* --trace FILE|GENERATOR */
+	double speedup;        /* --speedup X */
+	double lambda;         /* --lambda: the price of a ns of latency in ns of CPU */
+	uint64_t events;       /* --events N: arrivals a generator makes */        /* ethdev: check whether arming fires for queued packets */
 	const char *policy;
 	const char *pattern;
 	const char *json;
@@ -120,5 +125,6 @@ extern const struct mode mode_demo;
 extern const struct mode mode_compare;
 extern const struct mode mode_send;
 extern const struct mode mode_raw;
+extern const struct mode mode_score;
 
 #endif

@@ -17,16 +17,17 @@ if ! command -v clang >/dev/null ||
 fi
 mkdir -p "$work"
 lib=("$src"/lib/evd/*.c)
+extra=()
 case $target in
 policy) files=("$src/tests/fuzz/fuzz_policy.c") ;;
 opts) files=("$src/tests/fuzz/fuzz_opts.c" "$src/app/testevd/options.c" "$src/app/testevd/pattern.c") ;;
+trace) files=("$src/tests/fuzz/fuzz_trace.c" "$src/app/testevd/trace.c"); lib=(); extra=(-lpcap) ;;
 *) echo "unknown target $target"; exit 2 ;;
 esac
 bin=$work/fuzz_$target
-# shellcheck disable=SC2046
 clang -g -O1 -Wall -Werror -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -D_GNU_SOURCE \
 	-DTESTEVD_HAVE_VERBS $(pkg-config --cflags libdpdk) -I"$src/lib/evd" -I"$src/app/testevd" \
-	"${files[@]}" "${lib[@]}" $(pkg-config --libs libdpdk) -lpthread -lm -o "$bin" || exit 1
+	"${files[@]}" "${lib[@]}" $(pkg-config --libs libdpdk) "${extra[@]}" -lpthread -lm -o "$bin" || exit 1
 corpus=$work/corpus-$target
 mkdir -p "$corpus"
 cp -n "$src/tests/fuzz/corpus/$target"/* "$corpus"/ 2>/dev/null

@@ -1,0 +1,294 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * --score: a policy replayed on an arrival trace without real time, against
+ * the offline oracle that knows every next arrival.
+ *
+ * Cost model (measured on this machine at start):
+ *   B     the CPU price of one sleep: arm, syscalls, wake, ack (the policy
+ *         environment's sleep-and-wake cost);
+ *   L(g)  the wake latency after sleeping g (eventfd to epoll_wait, measured
+ *         for g = 10 us, 100 us, 1 ms, 10 ms, interpolated on log g);
+ *   p     the time of one empty poll round (100 ns).
+ * Per idle gap g: spinning through it costs g of CPU and adds no latency;
+ * sleeping after t costs t + B of CPU and adds L(g - t) of latency.
+ * cost = CPU + lambda x added latency. The oracle takes, per gap, the
+ * cheaper of spinning through and sleeping at once. The competitive ratio
+ * is a policy's total cost over the oracle's.
+ */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <evd.h>
+#include <evd_policy.h>
+
+#include "testevd.h"
+#include "trace.h"
+
+#define POLL_ROUND_NS 100
+#define MAX_SLEEP_NS (100ull * 1000 * 1000)
+
+static const uint64_t l_at[] = { 10000, 100000, 1000000, 10000000 };
+static double l_ns[4];
+static double b_ns;
+
+static uint64_t
+mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+struct waker {
+	int efd;
+	uint64_t gap, sent;
+};
+
+static void *
+wake_after(void *arg)
+{
+	struct waker *w = arg;
+	struct timespec ts = { .tv_sec = (time_t)(w->gap / 1000000000ull),
+			       .tv_nsec = (long)(w->gap % 1000000000ull) };
+	uint64_t one = 1;
+
+	nanosleep(&ts, NULL);
+	__atomic_store_n(&w->sent, mono_ns(), __ATOMIC_RELEASE);
+	if (write(w->efd, &one, sizeof(one)) < 0)
+		abort();
+	return NULL;
+}
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* L(g): median wake latency of epoll_wait on an eventfd written after g. */
+static void
+calibrate(void)
+{
+	int ep = epoll_create1(0), efd = eventfd(0, EFD_NONBLOCK);
+	struct epoll_event ev = { .events = EPOLLIN }, out;
+
+	epoll_ctl(ep, EPOLL_CTL_ADD, efd, &ev);
+	for (int k = 0; k < 4; k++) {
+		uint64_t lat[5];
+
+		for (int i = 0; i < 5; i++) {
+			struct waker w = { .efd = efd, .gap = l_at[k] };
+			pthread_t th;
+			uint64_t v, t;
+
+			pthread_create(&th, NULL, wake_after, &w);
+			epoll_wait(ep, &out, 1, -1);
+			t = mono_ns();
+			pthread_join(th, NULL);
+			lat[i] = t - __atomic_load_n(&w.sent, __ATOMIC_ACQUIRE);
+			if (read(efd, &v, sizeof(v)) < 0)
+				abort();
+		}
+		qsort(lat, 5, sizeof(lat[0]), cmp_u64);
+		l_ns[k] = (double)lat[2];
+		if (k > 0 && l_ns[k] < l_ns[k - 1])
+			l_ns[k] = l_ns[k - 1]; /* a longer sleep never wakes faster: keep L monotone */
+	}
+	close(ep);
+	close(efd);
+	b_ns = (double)evd_policy_env_get()->sleep_wake_ns;
+}
+
+static double
+wake_latency(uint64_t g)
+{
+	if (g <= l_at[0])
+		return l_ns[0];
+	for (int k = 1; k < 4; k++)
+		if (g <= l_at[k]) {
+			double f = (log((double)g) - log((double)l_at[k - 1])) /
+				   (log((double)l_at[k]) - log((double)l_at[k - 1]));
+
+			return l_ns[k - 1] + f * (l_ns[k] - l_ns[k - 1]);
+		}
+	return l_ns[3];
+}
+
+/*
+ * The offline optimum for one gap g: spin through it (g), or spin t then
+ * sleep (t + B + lambda L(g - t)). L is piecewise linear in log g, so the
+ * minimum over t lies at t = 0 or where g - t is a calibration point.
+ */
+static double
+oracle(uint64_t g, double lambda)
+{
+	double best = fmin((double)g, b_ns + lambda * wake_latency(g));
+
+	for (int k = 0; k < 4; k++)
+		if (l_at[k] < g)
+			best = fmin(best, (double)(g - l_at[k]) + b_ns + lambda * l_ns[k]);
+	return best;
+}
+
+struct score {
+	char policy[TESTEVD_POLICY_MAX];
+	double cost, oracle_cost, cpu_ns, total_ns;
+	uint64_t switches, sleeps, events;
+	struct hist lat;
+};
+
+/* Replay the trace through one policy instance, in virtual time. */
+static int
+simulate(const char *spec, const struct trace *t, double lambda, struct score *s)
+{
+	struct evd_policy *p;
+	uint64_t now = 1000000000ull;
+	int rc = evd_policy_create(spec, &p);
+	int mode = EVD_MODE_POLL;
+
+	if (rc < 0)
+		return rc;
+	memset(s, 0, sizeof(*s));
+	snprintf(s->policy, sizeof(s->policy), "%s", spec);
+	for (size_t i = 0; i < t->n; i++) {
+		uint64_t g = t->gap_ns[i], tt = 0, rounds = 0, late = 0;
+		double cpu = 0;
+
+		s->oracle_cost += oracle(g, lambda);
+		while (tt < g) {
+			struct evd_policy_input in = {
+				.now_ns = now + tt, .idle_ns = tt, .idle_rounds = ++rounds,
+				.last_burst = 1, .n_sources = 1,
+			};
+			uint64_t arg = 0;
+			enum evd_action a = evd_policy_decide(p, &in, &arg);
+			int m = a == EVD_ACTION_SLEEP ? EVD_MODE_SLEEP
+				: a == EVD_ACTION_PAUSE ? EVD_MODE_PAUSE : EVD_MODE_POLL;
+
+			if (m != mode) {
+				s->switches++;
+				mode = m;
+			}
+			if (a == EVD_ACTION_POLL) {
+				tt += POLL_ROUND_NS;
+				cpu += POLL_ROUND_NS;
+			} else if (a == EVD_ACTION_PAUSE) {
+				uint64_t d = arg ? arg : 1000;
+
+				tt += d;
+				cpu += (double)d;
+				if (tt > g)
+					late = tt - g; /* the pause ran past the arrival */
+			} else {
+				uint64_t bound = arg && arg < MAX_SLEEP_NS ? arg : MAX_SLEEP_NS;
+
+				s->sleeps++;
+				cpu += b_ns;
+				if (g - tt <= bound) {
+					late = (uint64_t)wake_latency(g - tt);
+					evd_policy_wake(p, now + g, g - tt, EVD_WAKE_NOTIFY);
+					tt = g;
+				} else {
+					evd_policy_wake(p, now + tt + bound, bound, EVD_WAKE_TIMEOUT);
+					tt += bound;
+				}
+			}
+		}
+		if (mode != EVD_MODE_POLL) {
+			s->switches++;
+			mode = EVD_MODE_POLL;
+		}
+		now += g;
+		evd_policy_events(p, now, 1);
+		s->cpu_ns += cpu;
+		s->cost += cpu + lambda * (double)late;
+		s->total_ns += (double)g;
+		hist_add(&s->lat, late);
+		s->events++;
+	}
+	evd_policy_destroy(p);
+	return 0;
+}
+
+static void
+score_json(FILE *f, const struct score *s, const char *trace, bool last)
+{
+	fprintf(f, "  {\"policy\": \"%s\", \"trace\": \"%s\", \"events\": %" PRIu64
+		", \"competitive_ratio\": %.4f, \"cost\": %.0f, \"oracle_cost\": %.0f, "
+		"\"cpu_pct\": %.3f, \"latency_us\": {\"p50\": %.3f, \"p99\": %.3f, \"p999\": %.3f}, "
+		"\"mode_switches\": %" PRIu64 ", \"sleeps\": %" PRIu64 "}%s\n",
+		s->policy, trace, s->events, s->oracle_cost > 0 ? s->cost / s->oracle_cost : 1.0,
+		s->cost, s->oracle_cost, s->total_ns > 0 ? 100.0 * s->cpu_ns / s->total_ns : 0,
+		(double)hist_pct(&s->lat, 0.5) / 1e3, (double)hist_pct(&s->lat, 0.99) / 1e3,
+		(double)hist_pct(&s->lat, 0.999) / 1e3, s->switches, s->sleeps, last ? "" : ",");
+}
+
+static int
+score_mode(const struct opts *o)
+{
+	static const char *const all[] = { "adaptive", "poll", "intr", "l3fwd", "pmdmgmt", "napi",
+					   "haltpoll", "ski2", "ski-rand" };
+	const char *one[] = { o->policy };
+	const char *const *list = o->compare ? all : one;
+	size_t n = o->compare ? sizeof(all) / sizeof(all[0]) : 1;
+	struct score *s = calloc(n, sizeof(*s));
+	struct trace t;
+	FILE *jf = NULL;
+	int rc;
+
+	if (s == NULL)
+		return EXIT_RUNTIME;
+	rc = trace_load(o->trace, o->seed, o->events, o->speedup, &t);
+	if (rc < 0) {
+		free(s);
+		return EXIT_USAGE;
+	}
+	calibrate();
+	printf("testevd: scoring on %s (%zu arrivals); B %.1f us, L(10us..10ms) %.1f %.1f %.1f %.1f us, "
+	       "lambda %g\n", t.name, t.n, b_ns / 1e3, l_ns[0] / 1e3, l_ns[1] / 1e3, l_ns[2] / 1e3,
+	       l_ns[3] / 1e3, o->lambda);
+	printf("\n  %-34s %9s %8s %10s %10s %10s %9s\n", "policy", "ratio", "cpu %", "p50 us",
+	       "p99 us", "p99.9 us", "switches");
+	for (size_t i = 0; i < n; i++) {
+		rc = simulate(list[i], &t, o->lambda, &s[i]);
+		if (rc < 0) {
+			fprintf(stderr, "testevd: policy %s: %s\n", list[i], strerror(-rc));
+			trace_free(&t);
+			free(s);
+			return EXIT_USAGE;
+		}
+		printf("  %-34.34s %9.3f %8.2f %10.2f %10.2f %10.2f %9" PRIu64 "\n", s[i].policy,
+		       s[i].cost / s[i].oracle_cost, 100.0 * s[i].cpu_ns / s[i].total_ns,
+		       (double)hist_pct(&s[i].lat, 0.5) / 1e3, (double)hist_pct(&s[i].lat, 0.99) / 1e3,
+		       (double)hist_pct(&s[i].lat, 0.999) / 1e3, s[i].switches);
+	}
+	printf("\n");
+	if (o->json != NULL) {
+		jf = strcmp(o->json, "-") == 0 ? stdout : fopen(o->json, "w");
+		if (jf == NULL) {
+			rc = -errno;
+		} else {
+			fprintf(jf, "[\n");
+			for (size_t i = 0; i < n; i++)
+				score_json(jf, &s[i], t.name, i + 1 == n);
+			fprintf(jf, "]\n");
+			if (jf != stdout)
+				fclose(jf);
+		}
+	}
+	trace_free(&t);
+	free(s);
+	return rc < 0 ? EXIT_RUNTIME : 0;
+}
+
+const struct mode mode_score = { "score", score_mode };

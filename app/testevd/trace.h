@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Arrival traces: inter-arrival gaps from a file or a seeded generator. */
+#ifndef TESTEVD_TRACE_H
+#define TESTEVD_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct trace {
+	char name[128];
+	uint64_t *gap_ns; /* gap before each arrival */
+	uint32_t *source; /* source id of each arrival (0 if the trace has none) */
+	size_t n;
+};
+
+/*
+ * Load SPEC: a text file (one gap in nanoseconds per line, optionally a
+ * source id after it; '#' starts a comment), a pcap or pcapng file (gaps
+ * between packet timestamps), or a generator NAME[:KEY=VALUE,...]:
+ *   poisson:rate=R            exponential gaps, R arrivals/s
+ *   onoff:rate=R,on_ms=A,off_ms=B   Poisson bursts at R, then silence
+ *   pareto:alpha=A,mean_us=M  heavy-tailed gaps (alpha > 1)
+ *   periodic:period_us=P,jitter_us=J
+ *   day                       a mix: quiet, busy, bursty, periodic stretches
+ * Generators make `events` arrivals from `seed`. Every gap is divided by
+ * `speedup`. Returns 0 or a negative errno, with a message on stderr.
+ */
+int trace_load(const char *spec, uint64_t seed, size_t events, double speedup, struct trace *t);
+void trace_free(struct trace *t);
+/* Parse a text trace from memory (the fuzz target uses it). */
+int trace_parse_text(const char *buf, size_t len, const char *name, struct trace *t);
+/* Whether SPEC names a generator. */
+int trace_is_generator(const char *spec);
+
+#endif
