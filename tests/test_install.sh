@@ -36,7 +36,8 @@ export PKG_CONFIG_PATH="$pc"
 libdir=$(pkg-config --variable=libdir libevd)
 cc -Wall -Werror -o "$tmp/app" "$tmp/app.c" $(pkg-config --cflags --libs libevd)
 LD_LIBRARY_PATH="$libdir" "$tmp/app"
+# static: libevd.a, then its Libs.private (-pthread -lm) and DPDK's libraries
 cc -Wall -Werror -o "$tmp/app_static" "$tmp/app.c" $(pkg-config --cflags libevd) \
-	"$libdir/libevd.a" $(pkg-config --libs libdpdk) -pthread
+	"$libdir/libevd.a" $(pkg-config --libs libdpdk) -pthread -lm
 "$tmp/app_static"
 echo "ok: installed libevd builds and runs a DPDK app, shared and static"

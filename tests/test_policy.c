@@ -103,7 +103,7 @@ test_spec_ok(void)
 	}
 }
 
-/* adaptive:budget_us=100,spin_pct=40 on a virtual clock: poll for 40 us
+/* adaptive:learn=0,budget_us=100,spin_pct=40 on a virtual clock: poll for 40 us
  * after the last event, pause until 100 us, then sleep. */
 static void
 test_adaptive_decisions(void)
@@ -111,7 +111,7 @@ test_adaptive_decisions(void)
 	struct vclock vc = { .now = 1000000 };
 	struct evd_clock clk = { vclock_now, &vc };
 	struct evd_loop_conf conf = {
-		.policy = "adaptive:budget_us=100,spin_pct=40",
+		.policy = "adaptive:learn=0,budget_us=100,spin_pct=40",
 		.clock = &clk,
 		.max_sleep_us = 1000,
 	};
@@ -168,6 +168,54 @@ test_adaptive_decisions(void)
 	CHECK_EQ(evd_loop_destroy(loop), 0);
 }
 
+/* Drive a policy instance with gaps all equal to g; return the idle time
+ * after which it first decides to sleep (UINT64_MAX: it never does within
+ * 10 ms). */
+static uint64_t
+sleep_after(const char *spec, uint64_t g)
+{
+	struct evd_policy *p;
+	uint64_t now = 1000000000ull, arg, t = UINT64_MAX;
+
+	CHECK_EQ(evd_policy_create(spec, &p), 0);
+	for (int i = 0; i < 500; i++) {
+		now += g;
+		evd_policy_events(p, now, 1);
+	}
+	for (uint64_t idle = 0; idle < 10000000; idle += 100) {
+		struct evd_policy_input in = { .now_ns = now + idle, .idle_ns = idle,
+					       .idle_rounds = idle / 100 + 1 };
+
+		if (evd_policy_decide(p, &in, &arg) == EVD_ACTION_SLEEP) {
+			t = idle;
+			break;
+		}
+	}
+	evd_policy_destroy(p);
+	return t;
+}
+
+/* adaptive learns: with gaps far shorter than the price of a sleep it keeps
+ * polling through them (busy-period lock-in); with gaps far longer it
+ * sleeps at once; budget_us caps the spin. */
+static void
+test_adaptive_learns(void)
+{
+	const struct evd_policy_env *env = evd_policy_env_get();
+	uint64_t t;
+
+	t = sleep_after("adaptive", 1000); /* 1 us gaps */
+	CHECK(t > 1000);
+	t = sleep_after("adaptive", 5000000); /* 5 ms gaps */
+	CHECK_EQ(t, 0);
+	t = sleep_after("adaptive:budget_us=0", 1000);
+	CHECK_EQ(t, 0);
+	/* gaps just over B + L: spinning through costs less than sleeping */
+	t = sleep_after("adaptive", (env->sleep_wake_ns + env->wake_ns[0]) / 2);
+	CHECK(t > (env->sleep_wake_ns + env->wake_ns[0]) / 2);
+	CHECK_EQ(evd_policy_create("adaptive:learn=2", &(struct evd_policy *){ NULL }), -EINVAL);
+}
+
 /* The calibrated default: the budget is the measured sleep-and-wake cost. */
 static void
 test_calibration(void)
@@ -175,6 +223,10 @@ test_calibration(void)
 	const struct evd_policy_env *env = evd_policy_env_get();
 
 	CHECK(env->sleep_wake_ns >= 2000);
+	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++) {
+		CHECK(env->wake_ns[k] > 0);
+		CHECK(k == 0 || env->wake_ns[k] >= env->wake_ns[k - 1]); /* monotone */
+	}
 	CHECK(env->sleep_wake_ns <= 200000);
 	CHECK(evd_policy_env_get() == env);
 }
@@ -273,6 +325,7 @@ main(void)
 	TEST(test_spec_errors);
 	TEST(test_spec_ok);
 	TEST(test_adaptive_decisions);
+	TEST(test_adaptive_learns);
 	TEST(test_calibration);
 	TEST(test_user_policy);
 	return 0;

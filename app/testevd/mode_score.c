@@ -3,9 +3,9 @@
  * --score: a policy replayed on an arrival trace without real time, against
  * the offline oracle that knows every next arrival.
  *
- * Cost model (measured on this machine at start):
- *   B     the CPU price of one sleep: arm, syscalls, wake, ack (the policy
- *         environment's sleep-and-wake cost);
+ * Cost model (measured on this machine at start, by the library: the same
+ * figures the adaptive policy uses):
+ *   B     the CPU price of one sleep: arm, syscalls, wake, ack;
  *   L(g)  the wake latency after sleeping g (eventfd to epoll_wait, measured
  *         for g = 10 us, 100 us, 1 ms, 10 ms, interpolated on log g);
  *   p     the time of one empty poll round (100 ns).
@@ -17,13 +17,8 @@
  */
 #include <errno.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <evd.h>
 #include <evd_policy.h>
@@ -34,79 +29,20 @@
 #define POLL_ROUND_NS 100
 #define MAX_SLEEP_NS (100ull * 1000 * 1000)
 
-static const uint64_t l_at[] = { 10000, 100000, 1000000, 10000000 };
+static const uint64_t l_at[EVD_ENV_WAKE_POINTS] = { 10000, 100000, 1000000, 10000000 };
 static double l_ns[4];
 static double b_ns;
 
-static uint64_t
-mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-struct waker {
-	int efd;
-	uint64_t gap, sent;
-};
-
-static void *
-wake_after(void *arg)
-{
-	struct waker *w = arg;
-	struct timespec ts = { .tv_sec = (time_t)(w->gap / 1000000000ull),
-			       .tv_nsec = (long)(w->gap % 1000000000ull) };
-	uint64_t one = 1;
-
-	nanosleep(&ts, NULL);
-	__atomic_store_n(&w->sent, mono_ns(), __ATOMIC_RELEASE);
-	if (write(w->efd, &one, sizeof(one)) < 0)
-		abort();
-	return NULL;
-}
-
-static int
-cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* L(g): median wake latency of epoll_wait on an eventfd written after g. */
+/* The cost model is the policies' own: the environment the library
+ * measured at start (evd_policy_env_get()). */
 static void
 calibrate(void)
 {
-	int ep = epoll_create1(0), efd = eventfd(0, EFD_NONBLOCK);
-	struct epoll_event ev = { .events = EPOLLIN }, out;
+	const struct evd_policy_env *env = evd_policy_env_get();
 
-	epoll_ctl(ep, EPOLL_CTL_ADD, efd, &ev);
-	for (int k = 0; k < 4; k++) {
-		uint64_t lat[5];
-
-		for (int i = 0; i < 5; i++) {
-			struct waker w = { .efd = efd, .gap = l_at[k] };
-			pthread_t th;
-			uint64_t v, t;
-
-			pthread_create(&th, NULL, wake_after, &w);
-			epoll_wait(ep, &out, 1, -1);
-			t = mono_ns();
-			pthread_join(th, NULL);
-			lat[i] = t - __atomic_load_n(&w.sent, __ATOMIC_ACQUIRE);
-			if (read(efd, &v, sizeof(v)) < 0)
-				abort();
-		}
-		qsort(lat, 5, sizeof(lat[0]), cmp_u64);
-		l_ns[k] = (double)lat[2];
-		if (k > 0 && l_ns[k] < l_ns[k - 1])
-			l_ns[k] = l_ns[k - 1]; /* a longer sleep never wakes faster: keep L monotone */
-	}
-	close(ep);
-	close(efd);
-	b_ns = (double)evd_policy_env_get()->sleep_wake_ns;
+	for (int k = 0; k < 4; k++)
+		l_ns[k] = (double)env->wake_ns[k];
+	b_ns = (double)env->sleep_wake_ns;
 }
 
 static double

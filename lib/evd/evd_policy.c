@@ -6,6 +6,7 @@
  *   NAME: [a-z0-9_-]+   KEY: [a-z0-9_]+   VALUE: unsigned decimal integer
  */
 #include <ctype.h>
+#include <math.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -85,26 +86,123 @@ static const struct evd_policy_ops intr_policy = {
 	.decide = intr_decide,
 };
 
-/* ---- built-in: adaptive (first version: self-calibrated ski rental) ------- */
+/* ---- built-in: adaptive -------------------------------------------------- */
 
 /*
- * Spinning through an idle gap costs the gap in CPU; sleeping costs a fixed
- * price B (arm, syscalls, wake, and the producer's doorbell). Spinning for B,
- * then sleeping, is never worse than twice the best choice made knowing the
- * gap in advance. B is measured on this machine at start; budget_us
- * overrides it.
+ * adaptive learns the idle gaps the loop sees and spins exactly as long as
+ * that pays off.
+ *
+ * Cost model (measured once per process, evd_policy_env): sleeping after t
+ * of an idle gap g costs t of CPU, plus B (arm, syscalls, wake), plus the
+ * wake latency L(g - t), priced at lambda ns of CPU per ns; spinning through
+ * it costs g. The gaps go into a decayed histogram (two bins per octave,
+ * 256 ns to about 3 s, half-life 4096 gaps); every 64 gaps the policy picks
+ * the spin threshold T (a bin edge, 0 or "never") with the least expected
+ * cost over that histogram, then polls while idle < T and sleeps after.
+ * While the histogram is young (under 32 gaps) it uses the randomised
+ * ski-rental threshold on [0, B] (e/(e-1)-competitive). A busy period keeps
+ * it polling by itself: its gaps are short, so T covers them.
+ *
+ * Keys: lambda_pct (lambda x 100; default 100), budget_us (a cap on T: the
+ * longest the core stays busy after the last completion), learn=0 (the
+ * first version: spin B, pause, sleep), spin_pct and pause_ns (for learn=0).
  */
+#define GAP_BINS 48
+#define YOUNG 32
+#define UPDATE_EVERY 64
+#define DECAY_HALF_LIFE 4096.0
+
 struct adaptive {
-	uint64_t budget_ns; /* busy time after the last event before sleeping */
-	uint64_t spin_ns;   /* of which polling without pausing */
-	uint64_t pause_ns;
+	const struct evd_policy_env *env;
+	double lambda;
+	uint64_t cap_ns;      /* budget_us, or UINT64_MAX */
+	bool learn;
+	/* learn=0: the calibrated ski-rental rule */
+	uint64_t budget_ns, spin_ns, pause_ns;
+	/* learning */
+	double w[GAP_BINS];
+	double inc, grow;
+	uint64_t samples;
+	uint64_t last_event_ns;
+	uint64_t threshold_ns;
+	uint32_t since_update;
+	uint64_t rnd;
 };
+
+static double
+bin_value(int i)
+{
+	return 256.0 * pow(2.0, (i + 0.5) / 2.0);
+}
+
+static double
+bin_edge(int i)
+{
+	return 256.0 * pow(2.0, i / 2.0);
+}
+
+static int
+gap_bin(uint64_t g)
+{
+	int i;
+
+	if (g < 256)
+		return 0;
+	i = (int)(2.0 * log2((double)g / 256.0));
+	return i < GAP_BINS ? i : GAP_BINS - 1;
+}
+
+static uint64_t
+adaptive_rand(struct adaptive *a)
+{
+	a->rnd ^= a->rnd << 13;
+	a->rnd ^= a->rnd >> 7;
+	a->rnd ^= a->rnd << 17;
+	return a->rnd;
+}
+
+/* Randomised ski rental: T on [0, B], density e^(x/B) / (B (e - 1)). */
+static void
+young_threshold(struct adaptive *a)
+{
+	double u = (double)(adaptive_rand(a) >> 11) / 9007199254740992.0;
+
+	a->threshold_ns = (uint64_t)((double)a->env->sleep_wake_ns * log(1.0 + u * (M_E - 1.0)));
+}
+
+/* The threshold with the least expected cost over the histogram. */
+static void
+learn_threshold(struct adaptive *a)
+{
+	double best = INFINITY, b = (double)a->env->sleep_wake_ns;
+	uint64_t best_t = 0;
+
+	for (int j = 0; j <= GAP_BINS; j++) {
+		double t = j == 0 ? 0 : j == GAP_BINS ? INFINITY : bin_edge(j), cost = 0;
+
+		if (t > (double)a->cap_ns)
+			break;
+		for (int i = 0; i < GAP_BINS; i++) {
+			double g = bin_value(i);
+
+			if (a->w[i] == 0)
+				continue;
+			cost += a->w[i] * (g <= t ? g : t + b + a->lambda *
+					   evd_policy_env_wake_ns(a->env, (uint64_t)(g - t)));
+		}
+		if (cost < best) {
+			best = cost;
+			best_t = j == GAP_BINS ? UINT64_MAX : (uint64_t)t;
+		}
+	}
+	a->threshold_ns = RTE_MIN(best_t, a->cap_ns);
+}
 
 static int
 adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct evd_policy_env *env,
 		void **state)
 {
-	uint64_t budget_us = UINT64_MAX, spin_pct = 50, pause_ns = 1000;
+	uint64_t budget_us = UINT64_MAX, spin_pct = 50, pause_ns = 1000, lambda_pct = 100, learn = 1;
 	const struct {
 		const char *key;
 		uint64_t lo, hi;
@@ -113,6 +211,8 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 		{ "budget_us", 0, 1000000, &budget_us },
 		{ "spin_pct", 0, 100, &spin_pct },
 		{ "pause_ns", 1, 1000000, &pause_ns },
+		{ "lambda_pct", 0, 1000000, &lambda_pct },
+		{ "learn", 0, 1, &learn },
 	};
 	struct adaptive *a;
 
@@ -122,8 +222,8 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 		while (k < RTE_DIM(keys) && strcmp(p[i].key, keys[k].key) != 0)
 			k++;
 		if (k == RTE_DIM(keys)) {
-			EVD_LOG(ERR, "policy adaptive: unknown key '%s' (keys: budget_us, spin_pct, pause_ns)",
-				p[i].key);
+			EVD_LOG(ERR, "policy adaptive: unknown key '%s' (keys: budget_us, lambda_pct, "
+				"learn, spin_pct, pause_ns)", p[i].key);
 			return -EINVAL;
 		}
 		if (p[i].value < keys[k].lo || p[i].value > keys[k].hi) {
@@ -136,12 +236,19 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 	a = calloc(1, sizeof(*a));
 	if (a == NULL)
 		return -ENOMEM;
+	a->env = env;
+	a->learn = learn != 0;
+	a->lambda = (double)lambda_pct / 100.0;
+	a->cap_ns = budget_us != UINT64_MAX ? budget_us * 1000 : UINT64_MAX;
 	a->budget_ns = budget_us != UINT64_MAX ? budget_us * 1000 : env->sleep_wake_ns;
 	a->spin_ns = a->budget_ns * spin_pct / 100;
 	a->pause_ns = pause_ns;
-	EVD_LOG(DEBUG, "policy adaptive: budget %" PRIu64 " ns (%s), spin %" PRIu64 " ns, pause %"
-		PRIu64 " ns", a->budget_ns, budget_us != UINT64_MAX ? "given" : "calibrated",
-		a->spin_ns, a->pause_ns);
+	a->inc = 1.0;
+	a->grow = pow(2.0, 1.0 / DECAY_HALF_LIFE);
+	a->rnd = 0x9e3779b97f4a7c15ull;
+	young_threshold(a);
+	EVD_LOG(DEBUG, "policy adaptive: %s, B %" PRIu64 " ns, lambda %.2f, cap %" PRIu64 " ns",
+		a->learn ? "learning" : "fixed budget", env->sleep_wake_ns, a->lambda, a->cap_ns);
 	*state = a;
 	return 0;
 }
@@ -157,14 +264,48 @@ adaptive_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
 {
 	const struct adaptive *a = st;
 
-	if (in->idle_ns < a->spin_ns)
-		return EVD_ACTION_POLL;
-	if (in->idle_ns < a->budget_ns) {
-		*arg = a->pause_ns;
-		return EVD_ACTION_PAUSE;
+	if (!a->learn) {
+		if (in->idle_ns < a->spin_ns)
+			return EVD_ACTION_POLL;
+		if (in->idle_ns < a->budget_ns) {
+			*arg = a->pause_ns;
+			return EVD_ACTION_PAUSE;
+		}
+		*arg = 0;
+		return EVD_ACTION_SLEEP;
 	}
+	if (in->idle_ns < a->threshold_ns)
+		return EVD_ACTION_POLL;
 	*arg = 0;
 	return EVD_ACTION_SLEEP;
+}
+
+/* A round found completions: the idle gap before it is one sample. */
+static void
+adaptive_events(void *st, uint64_t now, uint32_t n)
+{
+	struct adaptive *a = st;
+
+	RTE_SET_USED(n);
+	if (!a->learn)
+		return;
+	if (a->last_event_ns != 0 && now >= a->last_event_ns) {
+		a->w[gap_bin(now - a->last_event_ns)] += a->inc;
+		a->inc *= a->grow; /* newer gaps weigh more: an exponential decay */
+		if (a->inc > 1e100) {
+			for (int i = 0; i < GAP_BINS; i++)
+				a->w[i] /= a->inc;
+			a->inc = 1.0;
+		}
+		a->samples++;
+	}
+	a->last_event_ns = now;
+	if (a->samples < YOUNG) {
+		young_threshold(a);
+	} else if (++a->since_update >= UPDATE_EVERY || a->samples == YOUNG) {
+		a->since_update = 0;
+		learn_threshold(a);
+	}
 }
 
 static const struct evd_policy_ops adaptive_policy = {
@@ -172,6 +313,7 @@ static const struct evd_policy_ops adaptive_policy = {
 	.create = adaptive_create,
 	.destroy = adaptive_destroy,
 	.decide = adaptive_decide,
+	.on_events = adaptive_events,
 	.needs_env = 1,
 };
 
@@ -345,7 +487,11 @@ parse_spec(const char *spec, struct parsed_spec *ps)
 static int
 instantiate(const char *spec, bool calibrate, struct evd_policy *out)
 {
-	static const struct evd_policy_env no_env = { .sleep_wake_ns = 20000 };
+	static const struct evd_policy_env no_env = {
+		.sleep_wake_ns = 20000,
+		.wake_at_ns = { 10000, 100000, 1000000, 10000000 },
+		.wake_ns = { 20000, 20000, 20000, 20000 },
+	};
 	struct parsed_spec ps;
 	const struct evd_policy_ops *ops;
 	void *state = NULL;
@@ -550,9 +696,106 @@ out:
 		env.sleep_wake_ns, n);
 }
 
+struct lat_waker {
+	int efd;
+	uint64_t gap, sent;
+};
+
+static void *
+lat_wake(void *arg)
+{
+	struct lat_waker *w = arg;
+	struct timespec ts = { .tv_sec = (time_t)(w->gap / 1000000000ull),
+			       .tv_nsec = (long)(w->gap % 1000000000ull) };
+	uint64_t one = 1;
+
+	nanosleep(&ts, NULL);
+	__atomic_store_n(&w->sent, evd__monotonic_ns(NULL), __ATOMIC_RELEASE);
+	if (write(w->efd, &one, sizeof(one)) < 0)
+		w->sent = 0;
+	return NULL;
+}
+
+/* L(g): how long a thread asleep in epoll_wait for g takes to run after an
+ * eventfd write (5 samples per point, about 60 ms in all). */
+static void
+calibrate_wake(void)
+{
+	static const uint64_t at[EVD_ENV_WAKE_POINTS] = { 10000, 100000, 1000000, 10000000 };
+	struct epoll_event ev = { .events = EPOLLIN }, out;
+	int ep = epoll_create1(EPOLL_CLOEXEC), efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+
+	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++) {
+		env.wake_at_ns[k] = at[k];
+		env.wake_ns[k] = 20000; /* fallback: a typical VM figure */
+	}
+	if (ep < 0 || efd < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, efd, &ev) < 0)
+		goto out;
+	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++) {
+		uint64_t lat[5], v;
+		int n = 0;
+
+		for (int i = 0; i < 5; i++) {
+			struct lat_waker w = { .efd = efd, .gap = at[k] };
+			pthread_t th;
+			uint64_t t;
+
+			if (pthread_create(&th, NULL, lat_wake, &w) != 0)
+				break;
+			if (epoll_wait(ep, &out, 1, 1000) != 1) {
+				pthread_join(th, NULL);
+				break;
+			}
+			t = evd__monotonic_ns(NULL);
+			pthread_join(th, NULL);
+			if (read(efd, &v, sizeof(v)) < 0 || w.sent == 0 || t < w.sent)
+				continue;
+			lat[n++] = t - w.sent;
+		}
+		if (n >= 3) {
+			qsort(lat, n, sizeof(lat[0]), cmp_u64);
+			env.wake_ns[k] = lat[n / 2];
+		}
+		/* a longer sleep never wakes faster: keep L monotone */
+		if (k > 0 && env.wake_ns[k] < env.wake_ns[k - 1])
+			env.wake_ns[k] = env.wake_ns[k - 1];
+	}
+out:
+	if (ep >= 0)
+		close(ep);
+	if (efd >= 0)
+		close(efd);
+}
+
+double
+evd_policy_env_wake_ns(const struct evd_policy_env *e, uint64_t g)
+{
+	if (g <= e->wake_at_ns[0])
+		return (double)e->wake_ns[0];
+	for (int k = 1; k < EVD_ENV_WAKE_POINTS; k++)
+		if (g <= e->wake_at_ns[k]) {
+			double f = (log((double)g) - log((double)e->wake_at_ns[k - 1])) /
+				   (log((double)e->wake_at_ns[k]) - log((double)e->wake_at_ns[k - 1]));
+
+			return (double)e->wake_ns[k - 1] +
+			       f * ((double)e->wake_ns[k] - (double)e->wake_ns[k - 1]);
+		}
+	return (double)e->wake_ns[EVD_ENV_WAKE_POINTS - 1];
+}
+
+static void
+calibrate_all(void)
+{
+	calibrate();
+	calibrate_wake();
+	EVD_LOG(INFO, "calibrated wake latency L(10us, 100us, 1ms, 10ms): %" PRIu64 " %" PRIu64
+		" %" PRIu64 " %" PRIu64 " ns", env.wake_ns[0], env.wake_ns[1], env.wake_ns[2],
+		env.wake_ns[3]);
+}
+
 const struct evd_policy_env *
 evd_policy_env_get(void)
 {
-	pthread_once(&env_once, calibrate);
+	pthread_once(&env_once, calibrate_all);
 	return &env;
 }

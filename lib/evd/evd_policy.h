@@ -77,9 +77,18 @@ struct evd_policy_param {
 };
 
 /** Facts about the machine a policy may use, measured once per process. */
+#define EVD_ENV_WAKE_POINTS 4
+
 struct evd_policy_env {
-	uint64_t sleep_wake_ns; /**< Median cost of arm + sleep + wake by eventfd + ack. */
+	uint64_t sleep_wake_ns; /**< B: median cost of arm + sleep + wake by eventfd + ack. */
+	/** Gaps at which the wake latency was measured: 10 us, 100 us, 1 ms, 10 ms. */
+	uint64_t wake_at_ns[EVD_ENV_WAKE_POINTS];
+	/** L(g): median eventfd-to-epoll_wait wake latency after sleeping wake_at_ns[i]. */
+	uint64_t wake_ns[EVD_ENV_WAKE_POINTS];
 };
+
+/** L(g) from the environment, interpolated on log g (flat outside the points). */
+double evd_policy_env_wake_ns(const struct evd_policy_env *env, uint64_t g);
 
 /** A policy. All callbacks but decide are optional. */
 struct evd_policy_ops {
