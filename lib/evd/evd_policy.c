@@ -101,13 +101,16 @@ static const struct evd_policy_ops intr_policy = {
  * cost over that histogram, then polls while idle < T and sleeps after.
  * While the histogram is young (under 32 gaps) it uses the randomised
  * ski-rental threshold on [0, B] (e/(e-1)-competitive). A busy period keeps
- * it polling by itself: its gaps are short, so T covers them.
+ * it polling by itself: its gaps are short, so T covers them. Gaps come in
+ * runs (a burst, then a silence), so there is one histogram and one T per
+ * context, the length of the previous gap (< 4 us, < 64 us, < 1 ms, more).
  *
  * Keys: lambda_pct (lambda x 100; default 100), budget_us (a cap on T: the
  * longest the core stays busy after the last completion), learn=0 (the
  * first version: spin B, pause, sleep), spin_pct and pause_ns (for learn=0).
  */
 #define GAP_BINS 48
+#define CONTEXTS 4  /* the previous gap: < 4 us, < 64 us, < 1 ms, longer */
 #define YOUNG 32
 #define UPDATE_EVERY 64
 #define DECAY_HALF_LIFE 4096.0
@@ -119,15 +122,25 @@ struct adaptive {
 	bool learn;
 	/* learn=0: the calibrated ski-rental rule */
 	uint64_t budget_ns, spin_ns, pause_ns;
-	/* learning */
-	double w[GAP_BINS];
+	/* learning: one histogram per context (the length of the previous gap),
+	 * since gaps come in runs (bursts, then silence) */
+	double w[CONTEXTS][GAP_BINS];
+	double n_ctx[CONTEXTS];
 	double inc, grow;
 	uint64_t samples;
 	uint64_t last_event_ns;
-	uint64_t threshold_ns;
+	int ctx;                      /* the context of the gap under way */
+	uint64_t threshold_ns;        /* for the gap under way */
+	uint64_t ctx_threshold[CONTEXTS];
 	uint32_t since_update;
 	uint64_t rnd;
 };
+
+static int
+gap_context(uint64_t g)
+{
+	return g < 4000 ? 0 : g < 64000 ? 1 : g < 1000000 ? 2 : 3;
+}
 
 static double
 bin_value(int i)
@@ -170,9 +183,9 @@ young_threshold(struct adaptive *a)
 	a->threshold_ns = (uint64_t)((double)a->env->sleep_wake_ns * log(1.0 + u * (M_E - 1.0)));
 }
 
-/* The threshold with the least expected cost over the histogram. */
-static void
-learn_threshold(struct adaptive *a)
+/* The threshold with the least expected cost over a histogram. */
+static uint64_t
+best_threshold(const struct adaptive *a, const double *w)
 {
 	double best = INFINITY, b = (double)a->env->sleep_wake_ns;
 	uint64_t best_t = 0;
@@ -185,17 +198,33 @@ learn_threshold(struct adaptive *a)
 		for (int i = 0; i < GAP_BINS; i++) {
 			double g = bin_value(i);
 
-			if (a->w[i] == 0)
+			if (w[i] == 0)
 				continue;
-			cost += a->w[i] * (g <= t ? g : t + b + a->lambda *
-					   evd_policy_env_wake_ns(a->env, (uint64_t)(g - t)));
+			cost += w[i] * (g <= t ? g : t + b + a->lambda *
+					evd_policy_env_wake_ns(a->env, (uint64_t)(g - t)));
 		}
 		if (cost < best) {
 			best = cost;
 			best_t = j == GAP_BINS ? UINT64_MAX : (uint64_t)t;
 		}
 	}
-	a->threshold_ns = RTE_MIN(best_t, a->cap_ns);
+	return RTE_MIN(best_t, a->cap_ns);
+}
+
+/* Per context, from its own histogram once it has enough weight, else from
+ * all contexts together. */
+static void
+learn_threshold(struct adaptive *a)
+{
+	double all[GAP_BINS] = { 0 };
+	uint64_t pooled;
+
+	for (int c = 0; c < CONTEXTS; c++)
+		for (int i = 0; i < GAP_BINS; i++)
+			all[i] += a->w[c][i];
+	pooled = best_threshold(a, all);
+	for (int c = 0; c < CONTEXTS; c++)
+		a->ctx_threshold[c] = a->n_ctx[c] >= YOUNG ? best_threshold(a, a->w[c]) : pooled;
 }
 
 static int
@@ -290,22 +319,30 @@ adaptive_events(void *st, uint64_t now, uint32_t n)
 	if (!a->learn)
 		return;
 	if (a->last_event_ns != 0 && now >= a->last_event_ns) {
-		a->w[gap_bin(now - a->last_event_ns)] += a->inc;
+		uint64_t g = now - a->last_event_ns;
+
+		a->w[a->ctx][gap_bin(g)] += a->inc;
+		a->n_ctx[a->ctx] += 1;
 		a->inc *= a->grow; /* newer gaps weigh more: an exponential decay */
 		if (a->inc > 1e100) {
-			for (int i = 0; i < GAP_BINS; i++)
-				a->w[i] /= a->inc;
+			for (int c = 0; c < CONTEXTS; c++)
+				for (int i = 0; i < GAP_BINS; i++)
+					a->w[c][i] /= a->inc;
 			a->inc = 1.0;
 		}
 		a->samples++;
+		a->ctx = gap_context(g);
 	}
 	a->last_event_ns = now;
 	if (a->samples < YOUNG) {
 		young_threshold(a);
-	} else if (++a->since_update >= UPDATE_EVERY || a->samples == YOUNG) {
+		return;
+	}
+	if (++a->since_update >= UPDATE_EVERY || a->samples == YOUNG) {
 		a->since_update = 0;
 		learn_threshold(a);
 	}
+	a->threshold_ns = a->ctx_threshold[a->ctx];
 }
 
 static const struct evd_policy_ops adaptive_policy = {
