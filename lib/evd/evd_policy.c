@@ -104,6 +104,7 @@ static const struct evd_policy_ops intr_policy = {
  * it polling by itself: its gaps are short, so T covers them. Gaps come in
  * runs (a burst, then a silence), so there is one histogram and one T per
  * context, the length of the previous gap (< 4 us, < 64 us, < 1 ms, more).
+ * Busy-period lock-in: after a round that found a burst, spin at least B.
  *
  * Keys: lambda_pct (lambda x 100; default 100), budget_us (a cap on T: the
  * longest the core stays busy after the last completion), learn=0 (the
@@ -112,7 +113,7 @@ static const struct evd_policy_ops intr_policy = {
 #define GAP_BINS 48
 #define CONTEXTS 4  /* the previous gap: < 4 us, < 64 us, < 1 ms, longer */
 #define YOUNG 32
-#define UPDATE_EVERY 64
+#define UPDATE_EVERY 2048
 #define DECAY_HALF_LIFE 4096.0
 
 struct adaptive {
@@ -134,6 +135,11 @@ struct adaptive {
 	uint64_t ctx_threshold[CONTEXTS];
 	uint32_t since_update;
 	uint64_t rnd;
+	bool lock_in;                 /* the last round found a burst: the loop is behind */
+	/* cost[j][i]: the cost of threshold j (edge j; 0: sleep at once; GAP_BINS:
+	 * never) for a gap in bin i; computed once, so an update is sums only */
+	double cost[GAP_BINS + 1][GAP_BINS];
+	uint64_t t_ns[GAP_BINS + 1];
 };
 
 static int
@@ -154,14 +160,17 @@ bin_edge(int i)
 	return 256.0 * pow(2.0, i / 2.0);
 }
 
+/* Two bins per octave above 256 ns: the octave from the top bit, the half
+ * from the bit below it (no floating point on the per-round path). */
 static int
 gap_bin(uint64_t g)
 {
-	int i;
+	int msb, i;
 
 	if (g < 256)
 		return 0;
-	i = (int)(2.0 * log2((double)g / 256.0));
+	msb = 63 - __builtin_clzll(g);
+	i = 2 * (msb - 8) + (int)((g >> (msb - 1)) & 1);
 	return i < GAP_BINS ? i : GAP_BINS - 1;
 }
 
@@ -183,29 +192,40 @@ young_threshold(struct adaptive *a)
 	a->threshold_ns = (uint64_t)((double)a->env->sleep_wake_ns * log(1.0 + u * (M_E - 1.0)));
 }
 
+/* The cost table of the model: per threshold and gap bin. */
+static void
+cost_table(struct adaptive *a)
+{
+	double b = (double)a->env->sleep_wake_ns;
+
+	for (int j = 0; j <= GAP_BINS; j++) {
+		double t = j == 0 ? 0 : j == GAP_BINS ? INFINITY : bin_edge(j);
+
+		a->t_ns[j] = j == GAP_BINS ? UINT64_MAX : (uint64_t)t;
+		for (int i = 0; i < GAP_BINS; i++) {
+			double g = bin_value(i);
+
+			a->cost[j][i] = g <= t ? g : t + b + a->lambda *
+				evd_policy_env_wake_ns(a->env, (uint64_t)(g - t));
+		}
+	}
+}
+
 /* The threshold with the least expected cost over a histogram. */
 static uint64_t
 best_threshold(const struct adaptive *a, const double *w)
 {
-	double best = INFINITY, b = (double)a->env->sleep_wake_ns;
+	double best = INFINITY;
 	uint64_t best_t = 0;
 
-	for (int j = 0; j <= GAP_BINS; j++) {
-		double t = j == 0 ? 0 : j == GAP_BINS ? INFINITY : bin_edge(j), cost = 0;
+	for (int j = 0; j <= GAP_BINS && a->t_ns[j] <= a->cap_ns; j++) {
+		double cost = 0;
 
-		if (t > (double)a->cap_ns)
-			break;
-		for (int i = 0; i < GAP_BINS; i++) {
-			double g = bin_value(i);
-
-			if (w[i] == 0)
-				continue;
-			cost += w[i] * (g <= t ? g : t + b + a->lambda *
-					evd_policy_env_wake_ns(a->env, (uint64_t)(g - t)));
-		}
+		for (int i = 0; i < GAP_BINS; i++)
+			cost += w[i] * a->cost[j][i];
 		if (cost < best) {
 			best = cost;
-			best_t = j == GAP_BINS ? UINT64_MAX : (uint64_t)t;
+			best_t = a->t_ns[j];
 		}
 	}
 	return RTE_MIN(best_t, a->cap_ns);
@@ -275,6 +295,7 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 	a->inc = 1.0;
 	a->grow = pow(2.0, 1.0 / DECAY_HALF_LIFE);
 	a->rnd = 0x9e3779b97f4a7c15ull;
+	cost_table(a);
 	young_threshold(a);
 	EVD_LOG(DEBUG, "policy adaptive: %s, B %" PRIu64 " ns, lambda %.2f, cap %" PRIu64 " ns",
 		a->learn ? "learning" : "fixed budget", env->sleep_wake_ns, a->lambda, a->cap_ns);
@@ -303,21 +324,26 @@ adaptive_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
 		*arg = 0;
 		return EVD_ACTION_SLEEP;
 	}
-	if (in->idle_ns < a->threshold_ns)
+	if (in->idle_ns < a->threshold_ns ||
+	    (a->lock_in && in->idle_ns < a->env->sleep_wake_ns))
 		return EVD_ACTION_POLL;
 	*arg = 0;
 	return EVD_ACTION_SLEEP;
 }
 
-/* A round found completions: the idle gap before it is one sample. */
+/* A round found completions: the idle gap before it is one sample. A round
+ * that found a burst (more than one) means work queued while the loop was
+ * busy: a sleep now would cost every queued completion its wake latency and
+ * the producers their doorbells, so the loop locks in and spins at least B
+ * (the ski-rental rule) before sleeping. */
 static void
 adaptive_events(void *st, uint64_t now, uint32_t n)
 {
 	struct adaptive *a = st;
 
-	RTE_SET_USED(n);
 	if (!a->learn)
 		return;
+	a->lock_in = n > 1;
 	if (a->last_event_ns != 0 && now >= a->last_event_ns) {
 		uint64_t g = now - a->last_event_ns;
 
