@@ -96,6 +96,9 @@ PY
 printf '1000\n2000 1\n# a comment\n\n3000\n' > "$tmp/t.txt"
 check "score, text trace" 0 "$testevd" --score --trace "$tmp/t.txt" --json "$tmp/t.json"
 python3 -c "import json,sys; r=json.load(open(sys.argv[1]))[0]; assert r['events']==3, r" "$tmp/t.json" || fail=1
+check "trace replayed in real time" 0 "$testevd" --trace "$tmp/t.txt" --policy intr --json "$tmp/rt.json"
+python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['events_sent']==3 and r['events_delivered']==3, r" \
+	"$tmp/rt.json" || fail=1
 printf '1000\nabc\n' > "$tmp/bad.txt"
 check "score, bad trace line" 2 "$testevd" --score --trace "$tmp/bad.txt"
 grep -q "line 2" "$tmp/err" || { echo "FAIL: the bad line is not named"; cat "$tmp/err"; fail=1; }

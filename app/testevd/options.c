@@ -60,7 +60,9 @@ testevd_usage(FILE *f, const char *prog)
 		"  --score           replay --trace in virtual time and score the policy (or,\n"
 		"                    with --compare, every built-in and baseline policy)\n"
 		"                    against the offline oracle; needs no EAL device\n"
-		"  --trace T         a trace file (gaps in ns per line, or pcap/pcapng) or a\n"
+		"  --trace T         replay an arrival trace instead of --pattern (in real time,\n"
+		"                    or in virtual time with --score): a file (gaps in ns per\n"
+		"                    line, or pcap/pcapng) or a\n"
 		"                    generator: poisson:rate=R, onoff:rate=R,on_ms=A,off_ms=B,\n"
 		"                    pareto:alpha=A,mean_us=M, periodic:period_us=P,jitter_us=J, day\n"
 		"  --speedup X       divide every gap of the trace by X (default 1)\n"
@@ -308,8 +310,6 @@ testevd_parse_opts(int argc, char **argv, struct opts *o)
 		return bad(prog, "--send transmits on --port; it takes no --source or --compare%s", "");
 	if (o->score && o->trace == NULL)
 		return bad(prog, "--score needs --trace FILE|GENERATOR%s", "");
-	if (o->trace != NULL && !o->score)
-		return bad(prog, "--trace is for --score (real-time replay comes later)%s", "");
 	if (o->score && (o->send || o->raw_epoll || strcmp(o->source, "ring") != 0))
 		return bad(prog, "--score runs no source: no --source, --send or --raw-epoll%s", "");
 	if (o->raw_epoll && (o->send || o->compare || strcmp(o->source, "ring") != 0))

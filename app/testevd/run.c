@@ -21,6 +21,7 @@
 #include <evd.h>
 
 #include "run.h"
+#include "trace.h"
 
 #define DRAIN_LIMIT_NS (2ull * 1000 * 1000 * 1000)
 #define REMOTE_GRACE_S 30.0
@@ -76,10 +77,33 @@ post_all(struct run *r, uint32_t n)
 	__atomic_fetch_add(&r->sent, n, __ATOMIC_RELAXED);
 }
 
-/* Replay the pattern through r->kind->post (producer thread, or --send). */
+/* Replay an arrival trace in real time: one post per arrival. */
+static void
+replay_trace(struct run *r)
+{
+	struct trace t;
+	uint64_t at = now_ns();
+
+	if (trace_load(r->o->trace, r->o->seed, r->o->events, r->o->speedup, &t) < 0)
+		return; /* checked before the run: cannot fail here but for memory */
+	for (size_t i = 0; i < t.n; i++) {
+		at += t.gap_ns[i];
+		wait_until(at);
+		post_all(r, 1);
+	}
+	trace_free(&t);
+}
+
+/* Replay the pattern (or --trace) through r->kind->post (producer thread,
+ * or --send). */
 void
 run_replay(struct run *r)
 {
+	if (r->o->trace != NULL) {
+		replay_trace(r);
+		return;
+	}
+
 	uint64_t rnd = r->o->seed * 0x9e3779b97f4a7c15ull + 1;
 	uint64_t total_ns = (uint64_t)(r->o->duration_s * 1e9);
 	uint64_t phase_start = now_ns();
@@ -254,7 +278,7 @@ run_pattern(const struct opts *o, const char *policy, struct result *res)
 	snprintf(res->policy, sizeof(res->policy), "%s", policy);
 	r->kind = source_kind_find(o->source);
 	res->source = r->kind->name;
-	res->pattern = r->kind->post == NULL ? "remote" : o->pattern;
+	res->pattern = r->kind->post == NULL ? "remote" : o->trace != NULL ? o->trace : o->pattern;
 	r->lat = &res->lat;
 	r->o = o;
 	r->pat = pattern_find(o->pattern);
