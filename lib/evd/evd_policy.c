@@ -96,7 +96,7 @@ static const struct evd_policy_ops intr_policy = {
  * of an idle gap g costs t of CPU, plus B (arm, syscalls, wake), plus the
  * wake latency L(g - t), priced at lambda ns of CPU per ns; spinning through
  * it costs g. The gaps go into a decayed histogram (two bins per octave,
- * 256 ns to about 3 s, half-life 4096 gaps); every 64 gaps the policy picks
+ * 256 ns to about 3 s, halved every 4096 gaps); every 64 gaps the policy picks
  * the spin threshold T (a bin edge, 0 or "never") with the least expected
  * cost over that histogram, then polls while idle < T and sleeps after.
  * While the histogram is young (under 32 gaps) it uses the randomised
@@ -113,8 +113,7 @@ static const struct evd_policy_ops intr_policy = {
 #define GAP_BINS 48
 #define CONTEXTS 4  /* the previous gap: < 4 us, < 64 us, < 1 ms, longer */
 #define YOUNG 32
-#define UPDATE_EVERY 2048
-#define DECAY_HALF_LIFE 4096.0
+#define UPDATE_EVERY 4096
 
 struct adaptive {
 	const struct evd_policy_env *env;
@@ -126,8 +125,7 @@ struct adaptive {
 	/* learning: one histogram per context (the length of the previous gap),
 	 * since gaps come in runs (bursts, then silence) */
 	double w[CONTEXTS][GAP_BINS];
-	double n_ctx[CONTEXTS];
-	double inc, grow;
+	uint32_t n_ctx[CONTEXTS];
 	uint64_t samples;
 	uint64_t last_event_ns;
 	int ctx;                      /* the context of the gap under way */
@@ -232,7 +230,8 @@ best_threshold(const struct adaptive *a, const double *w)
 }
 
 /* Per context, from its own histogram once it has enough weight, else from
- * all contexts together. */
+ * all contexts together. Then age the histograms: halving every update
+ * (4096 gaps) is the decay. */
 static void
 learn_threshold(struct adaptive *a)
 {
@@ -243,8 +242,11 @@ learn_threshold(struct adaptive *a)
 		for (int i = 0; i < GAP_BINS; i++)
 			all[i] += a->w[c][i];
 	pooled = best_threshold(a, all);
-	for (int c = 0; c < CONTEXTS; c++)
+	for (int c = 0; c < CONTEXTS; c++) {
 		a->ctx_threshold[c] = a->n_ctx[c] >= YOUNG ? best_threshold(a, a->w[c]) : pooled;
+		for (int i = 0; i < GAP_BINS; i++)
+			a->w[c][i] *= 0.5;
+	}
 }
 
 static int
@@ -292,8 +294,6 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 	a->budget_ns = budget_us != UINT64_MAX ? budget_us * 1000 : env->sleep_wake_ns;
 	a->spin_ns = a->budget_ns * spin_pct / 100;
 	a->pause_ns = pause_ns;
-	a->inc = 1.0;
-	a->grow = pow(2.0, 1.0 / DECAY_HALF_LIFE);
 	a->rnd = 0x9e3779b97f4a7c15ull;
 	cost_table(a);
 	young_threshold(a);
@@ -347,15 +347,9 @@ adaptive_events(void *st, uint64_t now, uint32_t n)
 	if (a->last_event_ns != 0 && now >= a->last_event_ns) {
 		uint64_t g = now - a->last_event_ns;
 
-		a->w[a->ctx][gap_bin(g)] += a->inc;
-		a->n_ctx[a->ctx] += 1;
-		a->inc *= a->grow; /* newer gaps weigh more: an exponential decay */
-		if (a->inc > 1e100) {
-			for (int c = 0; c < CONTEXTS; c++)
-				for (int i = 0; i < GAP_BINS; i++)
-					a->w[c][i] /= a->inc;
-			a->inc = 1.0;
-		}
+		a->w[a->ctx][gap_bin(g)] += 1.0;
+		if (a->n_ctx[a->ctx] < YOUNG)
+			a->n_ctx[a->ctx]++; /* only "young or not" matters */
 		a->samples++;
 		a->ctx = gap_context(g);
 	}
@@ -364,7 +358,7 @@ adaptive_events(void *st, uint64_t now, uint32_t n)
 		young_threshold(a);
 		return;
 	}
-	if (++a->since_update >= UPDATE_EVERY || a->samples == YOUNG) {
+	if (unlikely(++a->since_update >= UPDATE_EVERY || a->samples == YOUNG)) {
 		a->since_update = 0;
 		learn_threshold(a);
 	}
