@@ -187,7 +187,7 @@ young_threshold(struct adaptive *a)
 {
 	double u = (double)(adaptive_rand(a) >> 11) / 9007199254740992.0;
 
-	a->threshold_ns = (uint64_t)((double)a->env->sleep_wake_ns * log(1.0 + u * (M_E - 1.0)));
+	a->threshold_ns = (uint64_t)((double)a->env->sleep_wake_ns * log1p(u * (M_E - 1.0)));
 }
 
 /* The cost table of the model: per threshold and gap bin. */

@@ -66,7 +66,7 @@ struct params {
 };
 
 static int
-alloc_state(struct params *init, void **state)
+alloc_state(const struct params *init, void **state)
 {
 	struct params *p = malloc(sizeof(*p));
 
@@ -282,7 +282,7 @@ draw(struct params *s)
 {
 	double u = (double)(xorshift(&s->rnd) >> 11) / 9007199254740992.0;
 
-	s->threshold = (uint64_t)((double)s->a * log(1.0 + u * (M_E - 1.0)));
+	s->threshold = (uint64_t)((double)s->a * log1p(u * (M_E - 1.0)));
 }
 
 static int
