@@ -29,35 +29,22 @@
 #define POLL_ROUND_NS 100
 #define MAX_SLEEP_NS (100ull * 1000 * 1000)
 
-static const uint64_t l_at[EVD_ENV_WAKE_POINTS] = { 10000, 100000, 1000000, 10000000 };
-static double l_ns[4];
+static const struct evd_policy_env *env;
 static double b_ns;
 
 /* The cost model is the policies' own: the environment the library
- * measured at start (evd_policy_env_get()). */
+ * measured at start. */
 static void
 calibrate(void)
 {
-	const struct evd_policy_env *env = evd_policy_env_get();
-
-	for (int k = 0; k < 4; k++)
-		l_ns[k] = (double)env->wake_ns[k];
+	env = evd_policy_env_get();
 	b_ns = (double)env->sleep_wake_ns;
 }
 
 static double
 wake_latency(uint64_t g)
 {
-	if (g <= l_at[0])
-		return l_ns[0];
-	for (int k = 1; k < 4; k++)
-		if (g <= l_at[k]) {
-			double f = (log((double)g) - log((double)l_at[k - 1])) /
-				   (log((double)l_at[k]) - log((double)l_at[k - 1]));
-
-			return l_ns[k - 1] + f * (l_ns[k] - l_ns[k - 1]);
-		}
-	return l_ns[3];
+	return evd_policy_env_wake_ns(env, g);
 }
 
 /*
@@ -70,9 +57,10 @@ oracle(uint64_t g, double lambda)
 {
 	double best = fmin((double)g, b_ns + lambda * wake_latency(g));
 
-	for (int k = 0; k < 4; k++)
-		if (l_at[k] < g)
-			best = fmin(best, (double)(g - l_at[k]) + b_ns + lambda * l_ns[k]);
+	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++)
+		if (env->wake_at_ns[k] < g)
+			best = fmin(best, (double)(g - env->wake_at_ns[k]) + b_ns +
+					  lambda * (double)env->wake_ns[k]);
 	return best;
 }
 
@@ -191,8 +179,8 @@ score_mode(const struct opts *o)
 	}
 	calibrate();
 	printf("testevd: scoring on %s (%zu arrivals); B %.1f us, L(10us..10ms) %.1f %.1f %.1f %.1f us, "
-	       "lambda %g\n", t.name, t.n, b_ns / 1e3, l_ns[0] / 1e3, l_ns[1] / 1e3, l_ns[2] / 1e3,
-	       l_ns[3] / 1e3, o->lambda);
+	       "lambda %g\n", t.name, t.n, b_ns / 1e3, env->wake_ns[0] / 1e3, env->wake_ns[1] / 1e3,
+	       env->wake_ns[2] / 1e3, env->wake_ns[3] / 1e3, o->lambda);
 	printf("\n  %-34s %9s %8s %10s %10s %10s %9s\n", "policy", "ratio", "cpu %", "p50 us",
 	       "p99 us", "p99.9 us", "switches");
 	for (size_t i = 0; i < n; i++) {
