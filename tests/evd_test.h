@@ -63,6 +63,16 @@ test_sleep_us(uint64_t us)
 	nanosleep(&ts, NULL);
 }
 
+/* The tests' pseudo-random numbers (xorshift64). */
+static inline uint64_t
+test_xorshift(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
 /* A handler that ignores what it is given. */
 static inline void
 test_nop(struct evd_source *s, void *b, uint16_t n, void *a)

@@ -105,15 +105,6 @@ on_signal(int sig)
 	(void)sig;
 }
 
-static uint64_t
-xorshift(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
-}
-
 struct producer {
 	struct world *w;
 	uint32_t id;
@@ -138,8 +129,8 @@ produce(void *arg)
 			strict_source_add(&w->strict[p->id % N_STRICT], 1);
 			__atomic_fetch_add(&w->posted_strict, 1, __ATOMIC_RELAXED);
 		}
-		if (xorshift(&rnd) % 16 == 0)
-			test_sleep_us(xorshift(&rnd) % 1500); /* idle gaps: the loop sleeps */
+		if (test_xorshift(&rnd) % 16 == 0)
+			test_sleep_us(test_xorshift(&rnd) % 1500); /* idle gaps: the loop sleeps */
 	}
 	__atomic_fetch_add(&w->producers_done, 1, __ATOMIC_RELEASE);
 	return NULL;
@@ -204,13 +195,13 @@ inject(struct world *w, enum fault f, uint64_t *rnd)
 {
 	switch (f) {
 	case F_ARM:
-		__atomic_store_n(&w->strict[xorshift(rnd) % N_STRICT].fail_arm, 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&w->strict[test_xorshift(rnd) % N_STRICT].fail_arm, 1, __ATOMIC_RELEASE);
 		break;
 	case F_POLL:
-		__atomic_store_n(&w->strict[xorshift(rnd) % N_STRICT].fail_poll, 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&w->strict[test_xorshift(rnd) % N_STRICT].fail_poll, 1, __ATOMIC_RELEASE);
 		break;
 	case F_ACK_EAGAIN:
-		__atomic_store_n(&w->strict[xorshift(rnd) % N_STRICT].ack_eagain, 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&w->strict[test_xorshift(rnd) % N_STRICT].ack_eagain, 1, __ATOMIC_RELEASE);
 		break;
 	case F_SIGNALS:
 		for (int i = 0; i < 20 && __atomic_load_n(&w->running, __ATOMIC_ACQUIRE); i++)
@@ -220,7 +211,7 @@ inject(struct world *w, enum fault f, uint64_t *rnd)
 		/* push a ring's doorbell to the edge: the next doorbell write
 		 * fails with EAGAIN, and the fd is readable all the same */
 		uint64_t big = UINT64_C(0xfffffffffffffffe) - 1;
-		struct evd_source *r = w->ring[xorshift(rnd) % N_RING];
+		struct evd_source *r = w->ring[test_xorshift(rnd) % N_RING];
 
 		if (write(r->ops->fd(r), &big, sizeof(big)) < 0)
 			CHECK(errno == EAGAIN);
@@ -230,7 +221,7 @@ inject(struct world *w, enum fault f, uint64_t *rnd)
 		if (__atomic_load_n(&w->running, __ATOMIC_ACQUIRE)) {
 			wait_asleep(w->loop);
 			stop_loop(w);
-			test_sleep_us(xorshift(rnd) % 3000); /* producers go on meanwhile */
+			test_sleep_us(test_xorshift(rnd) % 3000); /* producers go on meanwhile */
 			CHECK_EQ(evd_loop_resume(w->loop), 0);
 			start_loop(w);
 		}
@@ -282,7 +273,7 @@ scenario(enum fault f, const char *policy, uint64_t per_prod, unsigned int seed,
 	}
 	while (__atomic_load_n(&w->producers_done, __ATOMIC_ACQUIRE) < N_PROD) {
 		inject(w, f, &rnd);
-		test_sleep_us(f == F_STOP_ASLEEP ? 20000 : 500 + xorshift(&rnd) % 2000);
+		test_sleep_us(f == F_STOP_ASLEEP ? 20000 : 500 + test_xorshift(&rnd) % 2000);
 	}
 	for (int i = 0; i < N_PROD; i++)
 		pthread_join(th[i], NULL);
@@ -403,10 +394,10 @@ main(int argc, char **argv)
 		long rss0 = 0, rss1;
 
 		while (test_now_ns() < t_end) {
-			enum fault f = (enum fault)(1 + xorshift(&rnd) % (F_COUNT - 1));
+			enum fault f = (enum fault)(1 + test_xorshift(&rnd) % (F_COUNT - 1));
 
-			scenario(f, xorshift(&rnd) % 2 ? "intr" : "adaptive",
-				 500 + xorshift(&rnd) % 4000, (unsigned int)rounds, &o);
+			scenario(f, test_xorshift(&rnd) % 2 ? "intr" : "adaptive",
+				 500 + test_xorshift(&rnd) % 4000, (unsigned int)rounds, &o);
 			if (++rounds == 3)
 				rss0 = rss_kib(); /* after warm-up: pools, calibration */
 		}

@@ -43,15 +43,6 @@ struct prod {
 	uint32_t id;
 };
 
-static uint64_t
-xorshift(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
-}
-
 static void *
 produce(void *arg)
 {
@@ -61,9 +52,9 @@ produce(void *arg)
 	uint64_t seq[2] = { 0, 0 };
 
 	while (seq[0] < c->per_cq || seq[1] < c->per_cq) {
-		uint32_t k = (uint32_t)(xorshift(&rnd) & 1);
+		uint32_t k = (uint32_t)(test_xorshift(&rnd) & 1);
 		struct cq_state *q;
-		uint32_t burst = 1 + (uint32_t)(xorshift(&rnd) % 32);
+		uint32_t burst = 1 + (uint32_t)(test_xorshift(&rnd) % 32);
 		uint64_t r;
 
 		if (seq[k] >= c->per_cq)
@@ -79,11 +70,11 @@ produce(void *arg)
 
 			CHECK_EQ(emu_cq_push(q->cq, &e), 0);
 		}
-		r = xorshift(&rnd) % 64;
+		r = test_xorshift(&rnd) % 64;
 		if (r == 0)
-			test_sleep_us(5000 + xorshift(&rnd) % 15000); /* long idle */
+			test_sleep_us(5000 + test_xorshift(&rnd) % 15000); /* long idle */
 		else if (r < 8)
-			test_sleep_us(xorshift(&rnd) % 2001);
+			test_sleep_us(test_xorshift(&rnd) % 2001);
 	}
 	return NULL;
 }

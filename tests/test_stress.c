@@ -35,15 +35,6 @@ struct producer {
 	uint32_t id;
 };
 
-static uint64_t
-xorshift(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
-}
-
 static void *
 produce(void *arg)
 {
@@ -54,7 +45,7 @@ produce(void *arg)
 	struct evd_event ev[32];
 
 	while (seq < c->per_producer) {
-		uint32_t burst = 1 + xorshift(&rnd) % 32;
+		uint32_t burst = 1 + test_xorshift(&rnd) % 32;
 		uint32_t done = 0;
 
 		if (burst > c->per_producer - seq)
@@ -78,8 +69,8 @@ produce(void *arg)
 		}
 		seq += burst;
 		/* One burst in eight is followed by a pause up to 2 ms. */
-		if (xorshift(&rnd) % 8 == 0)
-			test_sleep_us(xorshift(&rnd) % 2001);
+		if (test_xorshift(&rnd) % 8 == 0)
+			test_sleep_us(test_xorshift(&rnd) % 2001);
 	}
 	return NULL;
 }

@@ -52,20 +52,11 @@ wait_until(uint64_t t)
 		rte_pause();
 }
 
-static uint64_t
-xorshift(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
-}
-
 /* Exponential gap with the given mean: Poisson arrivals. */
 static uint64_t
 exp_gap(uint64_t *rnd, double mean_ns)
 {
-	double u = ((double)(xorshift(rnd) >> 11) + 0.5) / 9007199254740992.0;
+	double u = ((double)(testevd_xorshift(rnd) >> 11) + 0.5) / 9007199254740992.0;
 
 	return (uint64_t)(-log(u) * mean_ns);
 }

@@ -9,6 +9,16 @@
 
 #define TESTEVD_POLICY_MAX 128
 
+/* testevd's pseudo-random numbers (xorshift64): gaps, generators. */
+static inline uint64_t
+testevd_xorshift(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
 /* Exit statuses. */
 #define EXIT_LOSS 1    /* an event was lost or a lost wakeup counted */
 #define EXIT_USAGE 2   /* bad command line */

@@ -7,6 +7,7 @@
 
 #include <pcap/pcap.h>
 
+#include "testevd.h"
 #include "trace.h"
 
 #define MAX_EVENTS (50u * 1000 * 1000)
@@ -157,19 +158,10 @@ load_pcap(const char *path, struct trace *t)
 
 /* ---- generators ---- */
 
-static uint64_t
-xorshift(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
-}
-
 static double
 uniform(uint64_t *s)
 {
-	return ((double)(xorshift(s) >> 11) + 0.5) / 9007199254740992.0;
+	return ((double)(testevd_xorshift(s) >> 11) + 0.5) / 9007199254740992.0;
 }
 
 static double

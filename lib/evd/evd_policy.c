@@ -172,22 +172,10 @@ gap_bin(uint64_t g)
 	return i < GAP_BINS ? i : GAP_BINS - 1;
 }
 
-static uint64_t
-adaptive_rand(struct adaptive *a)
-{
-	a->rnd ^= a->rnd << 13;
-	a->rnd ^= a->rnd >> 7;
-	a->rnd ^= a->rnd << 17;
-	return a->rnd;
-}
-
-/* Randomised ski rental: T on [0, B], density e^(x/B) / (B (e - 1)). */
 static void
 young_threshold(struct adaptive *a)
 {
-	double u = (double)(adaptive_rand(a) >> 11) / 9007199254740992.0;
-
-	a->threshold_ns = (uint64_t)((double)a->env->sleep_wake_ns * log1p(u * (M_E - 1.0)));
+	a->threshold_ns = evd__ski_rand_threshold(a->env->sleep_wake_ns, &a->rnd);
 }
 
 /* The cost table of the model: per threshold and gap bin. */
@@ -254,11 +242,7 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 		void **state)
 {
 	uint64_t budget_us = UINT64_MAX, spin_pct = 50, pause_ns = 1000, lambda_pct = 100, learn = 1;
-	const struct {
-		const char *key;
-		uint64_t lo, hi;
-		uint64_t *dst;
-	} keys[] = {
+	const struct evd__policy_key keys[] = {
 		{ "budget_us", 0, 1000000, &budget_us },
 		{ "spin_pct", 0, 100, &spin_pct },
 		{ "pause_ns", 1, 1000000, &pause_ns },
@@ -266,24 +250,10 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 		{ "learn", 0, 1, &learn },
 	};
 	struct adaptive *a;
+	int rc = evd__policy_parse_keys("adaptive", p, n, keys, RTE_DIM(keys));
 
-	for (unsigned int i = 0; i < n; i++) {
-		unsigned int k = 0;
-
-		while (k < RTE_DIM(keys) && strcmp(p[i].key, keys[k].key) != 0)
-			k++;
-		if (k == RTE_DIM(keys)) {
-			EVD_LOG(ERR, "policy adaptive: unknown key '%s' (keys: budget_us, lambda_pct, "
-				"learn, spin_pct, pause_ns)", p[i].key);
-			return -EINVAL;
-		}
-		if (p[i].value < keys[k].lo || p[i].value > keys[k].hi) {
-			EVD_LOG(ERR, "policy adaptive: %s=%" PRIu64 " out of range %" PRIu64 "..%" PRIu64,
-				p[i].key, p[i].value, keys[k].lo, keys[k].hi);
-			return -EINVAL;
-		}
-		*keys[k].dst = p[i].value;
-	}
+	if (rc < 0)
+		return rc;
 	a = calloc(1, sizeof(*a));
 	if (a == NULL)
 		return -ENOMEM;

@@ -28,15 +28,9 @@
 
 #include "evd_private.h"
 
-struct kv {
-	const char *key;
-	uint64_t lo, hi;
-	uint64_t *dst;
-};
-
-static int
-parse_keys(const char *policy, const struct evd_policy_param *p, unsigned int n, const struct kv *kv,
-	   unsigned int nkv)
+int
+evd__policy_parse_keys(const char *policy, const struct evd_policy_param *p, unsigned int n,
+		       const struct evd__policy_key *kv, unsigned int nkv)
 {
 	for (unsigned int i = 0; i < n; i++) {
 		unsigned int k = 0;
@@ -44,7 +38,12 @@ parse_keys(const char *policy, const struct evd_policy_param *p, unsigned int n,
 		while (k < nkv && strcmp(p[i].key, kv[k].key) != 0)
 			k++;
 		if (k == nkv) {
-			EVD_LOG(ERR, "policy %s: unknown key '%s'", policy, p[i].key);
+			char list[128] = "";
+
+			for (unsigned int j = 0; j < nkv; j++)
+				snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
+					 j ? ", " : "", kv[j].key);
+			EVD_LOG(ERR, "policy %s: unknown key '%s' (keys: %s)", policy, p[i].key, list);
 			return -EINVAL;
 		}
 		if (p[i].value < kv[k].lo || p[i].value > kv[k].hi) {
@@ -90,12 +89,12 @@ l3fwd_create(const struct evd_policy_param *p, unsigned int n, const struct evd_
 	     void **state)
 {
 	struct params s = { .a = 10, .b = 300, .c = 10000 }; /* min zero polls, suspend, timeout ms */
-	const struct kv kv[] = {
+	const struct evd__policy_key kv[] = {
 		{ "min_zero_polls", 0, 1000000, &s.a },
 		{ "suspend_threshold", 1, 1000000, &s.b },
 		{ "timeout_ms", 1, 10000, &s.c },
 	};
-	int rc = parse_keys("l3fwd", p, n, kv, RTE_DIM(kv));
+	int rc = evd__policy_parse_keys("l3fwd", p, n, kv, RTE_DIM(kv));
 
 	RTE_SET_USED(env);
 	if (rc == 0 && s.c == 10000)
@@ -129,11 +128,11 @@ pmdmgmt_create(const struct evd_policy_param *p, unsigned int n, const struct ev
 	       void **state)
 {
 	struct params s = { .a = 512, .b = 1000 }; /* EMPTYPOLL_MAX, pause ns */
-	const struct kv kv[] = {
+	const struct evd__policy_key kv[] = {
 		{ "empty_polls", 0, 1000000, &s.a },
 		{ "pause_ns", 1, 1000000, &s.b },
 	};
-	int rc = parse_keys("pmdmgmt", p, n, kv, RTE_DIM(kv));
+	int rc = evd__policy_parse_keys("pmdmgmt", p, n, kv, RTE_DIM(kv));
 
 	RTE_SET_USED(env);
 	return rc < 0 ? rc : alloc_state(&s, state);
@@ -161,11 +160,11 @@ napi_create(const struct evd_policy_param *p, unsigned int n, const struct evd_p
 	    void **state)
 {
 	struct params s = { .a = 2, .b = 20 }; /* defer polls, timeout us */
-	const struct kv kv[] = {
+	const struct evd__policy_key kv[] = {
 		{ "defer", 0, 1000000, &s.a },
 		{ "timeout_us", 0, 1000000, &s.b },
 	};
-	int rc = parse_keys("napi", p, n, kv, RTE_DIM(kv));
+	int rc = evd__policy_parse_keys("napi", p, n, kv, RTE_DIM(kv));
 
 	RTE_SET_USED(env);
 	return rc < 0 ? rc : alloc_state(&s, state);
@@ -193,11 +192,11 @@ haltpoll_create(const struct evd_policy_param *p, unsigned int n, const struct e
 		void **state)
 {
 	struct params s = { .a = 10000, .b = 200000 }; /* grow start, max (ns) */
-	const struct kv kv[] = {
+	const struct evd__policy_key kv[] = {
 		{ "start_ns", 1, 1000000, &s.a },
 		{ "max_ns", 1, 10000000, &s.b },
 	};
-	int rc = parse_keys("haltpoll", p, n, kv, RTE_DIM(kv));
+	int rc = evd__policy_parse_keys("haltpoll", p, n, kv, RTE_DIM(kv));
 
 	RTE_SET_USED(env);
 	s.window = 0;
@@ -241,8 +240,8 @@ ski2_create(const struct evd_policy_param *p, unsigned int n, const struct evd_p
 	    void **state)
 {
 	struct params s = { .a = 0 };
-	const struct kv kv[] = { { "b_ns", 1, 100000000, &s.a } };
-	int rc = parse_keys("ski2", p, n, kv, RTE_DIM(kv));
+	const struct evd__policy_key kv[] = { { "b_ns", 1, 100000000, &s.a } };
+	int rc = evd__policy_parse_keys("ski2", p, n, kv, RTE_DIM(kv));
 
 	if (rc == 0 && s.a == 0)
 		s.a = env->sleep_wake_ns;
@@ -267,22 +266,19 @@ static const struct evd_policy_ops ski2_ops = {
 
 /* ---- ski-rand ---- */
 
-static uint64_t
-xorshift(uint64_t *s)
+uint64_t
+evd__ski_rand_threshold(uint64_t b, uint64_t *rnd)
 {
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
+	/* inverse of the CDF (e^(x/b) - 1) / (e - 1) */
+	double u = (double)(evd__xorshift(rnd) >> 11) / 9007199254740992.0;
+
+	return (uint64_t)((double)b * log1p(u * (M_E - 1.0)));
 }
 
-/* Inverse of the CDF (e^(x/B) - 1) / (e - 1) on [0, B]. */
 static void
 draw(struct params *s)
 {
-	double u = (double)(xorshift(&s->rnd) >> 11) / 9007199254740992.0;
-
-	s->threshold = (uint64_t)((double)s->a * log1p(u * (M_E - 1.0)));
+	s->threshold = evd__ski_rand_threshold(s->a, &s->rnd);
 }
 
 static int
@@ -291,11 +287,11 @@ skirand_create(const struct evd_policy_param *p, unsigned int n, const struct ev
 {
 	struct params s = { .a = 0, .rnd = 0x9e3779b97f4a7c15ull };
 	uint64_t seed = 1;
-	const struct kv kv[] = {
+	const struct evd__policy_key kv[] = {
 		{ "b_ns", 1, 100000000, &s.a },
 		{ "seed", 0, UINT64_MAX, &seed },
 	};
-	int rc = parse_keys("ski-rand", p, n, kv, RTE_DIM(kv));
+	int rc = evd__policy_parse_keys("ski-rand", p, n, kv, RTE_DIM(kv));
 
 	if (rc < 0)
 		return rc;

@@ -24,6 +24,31 @@ struct evd_policy {
 	void *state;
 };
 
+/* A policy's KEY=VALUE: its range and where it goes. */
+struct evd__policy_key {
+	const char *key;
+	uint64_t lo, hi;
+	uint64_t *dst;
+};
+
+/* Store each param in its key's dst; an unknown key or a value out of range
+ * is -EINVAL, logged with the policy's name and its keys. */
+int evd__policy_parse_keys(const char *policy, const struct evd_policy_param *p, unsigned int n,
+			   const struct evd__policy_key *keys, unsigned int nkeys);
+
+static inline uint64_t
+evd__xorshift(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/* A randomised ski-rental threshold on [0, b]: density e^(x/b) / (b (e - 1)),
+ * e/(e-1)-competitive (evd_policy_baselines.c). */
+uint64_t evd__ski_rand_threshold(uint64_t b, uint64_t *rnd);
+
 /* The baseline policies, NULL-terminated (evd_policy_baselines.c). */
 extern const struct evd_policy_ops *const evd__baseline_policies[];
 
