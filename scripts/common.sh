@@ -34,6 +34,17 @@ ensure_deps() {
 	have_all || { echo "evd: dependencies still missing after apt-get" >&2; exit 1; }
 }
 
+# apt_install PKG...: for the benchmarks' extra tools (valgrind, dpdk-doc).
+apt_install() {
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "evd: $* missing; as root run: apt-get install -y $*" >&2
+		exit 1
+	fi
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get install -y -qq --no-install-recommends "$@" >/dev/null ||
+		{ apt-get update -qq && apt-get install -y -qq --no-install-recommends "$@" >/dev/null; }
+}
+
 build_evd() {
 	if [ -f "$build/build.ninja" ]; then
 		meson setup --reconfigure "$build" "$top" "$@" >/dev/null

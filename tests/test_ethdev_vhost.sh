@@ -5,7 +5,8 @@
 # the virtio-user side receives through net-ethdev with its Rx interrupt
 # armed whenever it sleeps. Sparse traffic (every packet lands while the
 # receiver sleeps) and dense traffic (the re-poll after arming catches
-# packets): every packet counted, lost wakeups 0.
+# packets): every packet counted, lost wakeups 0. Then forwarding: the
+# receiver sends every packet back and the sender times the round trips.
 set -u
 testevd=$1
 tmp=$(mktemp -d)
@@ -67,7 +68,54 @@ print(f"ok: {name}: {sent} sent, {rx['events_delivered']} delivered, sleeps {rx[
 PY
 }
 
+# forward NAME POLICY RATE DURATION: the sender (--echo) gets every packet
+# back from testevd --forward and reads the forwarder's CPU time.
+forward() {
+	local name=$1 policy=$2 rate=$3 dur=$4
+	rm -f "$sock"
+	"$testevd" $eal $tx_cpu --file-prefix=evd-tx$$ --vdev "net_vhost0,iface=$sock,queues=1" -- \
+		--send --echo --pattern steady --rate "$rate" --duration "$dur" --send-delay 2 \
+		--peer-pid-file "$tmp/$name.pid" --json "$tmp/$name-tx.json" >"$tmp/$name-tx.log" 2>&1 &
+	local tx=$!
+	pids+=("$tx")
+	for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
+	if [ ! -S "$sock" ]; then
+		echo "FAIL: $name: the vhost side did not create $sock"; cat "$tmp/$name-tx.log"; fail=1; return
+	fi
+	# no timeout(1) wrapper: the pid must be testevd's (meson's timeout applies)
+	"$testevd" $eal $rx_cpu --file-prefix=evd-rx$$ --vdev "net_virtio_user0,path=$sock,queues=1" -- \
+		--source ethdev --forward --policy "$policy" --no-progress \
+		--json "$tmp/$name-rx.json" >"$tmp/$name-rx.log" 2>&1 &
+	local rx=$!
+	pids+=("$rx")
+	echo $rx >"$tmp/$name.pid"
+	wait "$rx"
+	local rrc=$?
+	wait "$tx"
+	local trc=$?
+	if [ $rrc -ne 0 ] || [ $trc -ne 0 ]; then
+		echo "FAIL: $name: forwarder status $rrc, sender status $trc"
+		cat "$tmp/$name-tx.log" "$tmp/$name-rx.log"; fail=1; return
+	fi
+	python3 - "$name" "$tmp/$name-tx.json" "$tmp/$name-rx.json" <<'PY' || { fail=1; cat "$tmp/$name-tx.log" "$tmp/$name-rx.log"; }
+import json, sys
+name, tx, rx = sys.argv[1], json.load(open(sys.argv[2])), json.load(open(sys.argv[3]))
+sent = tx["events_sent"]
+assert sent > 0, "the sender sent nothing"
+assert tx["events_delivered"] == sent and tx["events_lost"] == 0, f"{name}: sent {sent}, back {tx['events_delivered']}"
+assert rx["events_delivered"] == sent and rx["errors"] == 0, f"{name}: forwarder: {rx}"
+assert rx["sleeps"] > 0, f"{name}: the forwarder never slept: {rx}"
+assert 0 < tx["latency_us"]["p50"] <= tx["latency_us"]["max"], tx["latency_us"]
+# the forwarder's CPU as the sender read it from /proc, and as the forwarder
+# measured it itself over a slightly longer span: both under 100 %, both > 0
+assert 0 < tx["peer_cpu_pct"] < 100 and 0 < rx["cpu_pct"] < 100, (tx["peer_cpu_pct"], rx["cpu_pct"])
+print(f"ok: {name}: {sent} sent, {tx['events_delivered']} back, round trip p50 "
+      f"{tx['latency_us']['p50']} us, forwarder cpu {tx['peer_cpu_pct']:.2f} % (own {rx['cpu_pct']:.2f} %)")
+PY
+}
+
 run sparse-intr intr steady 100 2
 run dense-intr intr demo 20000 2
 run dense-adaptive adaptive demo 20000 2
+forward forward-adaptive adaptive 2000 2
 exit $fail

@@ -319,6 +319,61 @@ test_user_policy(void)
 	CHECK_EQ(evd_loop_create(&conf, &loop), -EINVAL);
 }
 
+/* Pre-wake: a source that arrives every 2 ms with a little jitter. With
+ * latency priced high (lambda 20) adaptive sleeps with a timeout that ends
+ * before the next arrival, then polls through the window around it; with
+ * the default lambda (1) or prewake=0 it sleeps unbounded; an irregular
+ * source gets no pre-wake either. */
+static void
+prewake_case(const char *spec, uint64_t jitter_ns, uint64_t *sleep_arg, bool *polls_near)
+{
+	struct evd_policy *p;
+	uint64_t now = 1000000000ull, rnd = 7, arg = 0;
+	const uint64_t period = 2000000;
+
+	CHECK_EQ(evd_policy_create(spec, &p), 0);
+	for (int i = 0; i < 200; i++) {
+		now += period - jitter_ns + test_xorshift(&rnd) % (2 * jitter_ns + 1);
+		evd_policy_events(p, now, 1);
+	}
+	*sleep_arg = UINT64_MAX;
+	for (uint64_t idle = 0; idle < 1000000; idle += 100) {
+		struct evd_policy_input in = { .now_ns = now + idle, .idle_ns = idle,
+					       .idle_rounds = idle / 100 + 1 };
+
+		if (evd_policy_decide(p, &in, &arg) == EVD_ACTION_SLEEP) {
+			*sleep_arg = arg;
+			break;
+		}
+	}
+	{
+		struct evd_policy_input in = { .now_ns = now + period, .idle_ns = period,
+					       .idle_rounds = 1 };
+
+		*polls_near = evd_policy_decide(p, &in, &arg) == EVD_ACTION_POLL;
+	}
+	evd_policy_destroy(p);
+}
+
+static void
+test_adaptive_prewake(void)
+{
+	uint64_t arg;
+	bool near;
+
+	prewake_case("adaptive:lambda_pct=2000", 2000, &arg, &near);
+	CHECK(arg > 0 && arg < 2000000); /* a timeout before the next arrival */
+	CHECK(near);                     /* awake (polling) when it is due */
+	prewake_case("adaptive:lambda_pct=2000,prewake=0", 2000, &arg, &near);
+	CHECK_EQ(arg, 0);
+	CHECK(!near);
+	prewake_case("adaptive", 2000, &arg, &near);
+	CHECK_EQ(arg, 0); /* lambda 1: the margin costs more than the latency saved */
+	prewake_case("adaptive:lambda_pct=2000", 1000000, &arg, &near);
+	CHECK_EQ(arg, 0); /* +-50 %: not periodic */
+	CHECK_EQ(evd_policy_create("adaptive:prewake=2", &(struct evd_policy *){ NULL }), -EINVAL);
+}
+
 int
 main(void)
 {
@@ -326,6 +381,7 @@ main(void)
 	TEST(test_spec_ok);
 	TEST(test_adaptive_decisions);
 	TEST(test_adaptive_learns);
+	TEST(test_adaptive_prewake);
 	TEST(test_calibration);
 	TEST(test_user_policy);
 	return 0;

@@ -7,6 +7,7 @@
 
 #include <rte_ethdev.h>
 #include <rte_ether.h>
+#include <rte_ip.h>
 
 #include "ethdev_port.h"
 
@@ -82,13 +83,40 @@ const struct testevd_payload *
 testevd_payload_of(const struct rte_mbuf *m)
 {
 	const struct rte_ether_hdr *eh;
+	const struct rte_ipv4_hdr *ip;
 	const struct testevd_payload *p;
+	size_t ihl;
 
-	if (rte_pktmbuf_data_len(m) < sizeof(*eh) + sizeof(*p))
+	if (rte_pktmbuf_data_len(m) < sizeof(*eh) + sizeof(*ip) + sizeof(*p))
 		return NULL;
 	eh = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
-	if (eh->ether_type != rte_cpu_to_be_16(TESTEVD_ETHERTYPE))
+	if (eh->ether_type != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4))
 		return NULL;
-	p = (const struct testevd_payload *)(eh + 1);
+	ip = (const struct rte_ipv4_hdr *)(eh + 1);
+	ihl = (size_t)(ip->version_ihl & 0x0f) * 4;
+	if (ip->next_proto_id != TESTEVD_IPPROTO || ihl < sizeof(*ip) ||
+	    rte_pktmbuf_data_len(m) < sizeof(*eh) + ihl + sizeof(*p))
+		return NULL;
+	p = (const struct testevd_payload *)((const char *)ip + ihl);
 	return p->magic == TESTEVD_MAGIC ? p : NULL;
+}
+
+struct testevd_payload *
+testevd_packet_init(void *buf, const struct rte_ether_addr *src)
+{
+	struct rte_ether_hdr *eh = buf;
+	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(eh + 1);
+
+	memset(buf, 0, TESTEVD_PKT_LEN);
+	memset(&eh->dst_addr, 0xff, sizeof(eh->dst_addr));
+	eh->src_addr = *src;
+	eh->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
+	ip->version_ihl = RTE_IPV4_VHL_DEF;
+	ip->total_length = rte_cpu_to_be_16(TESTEVD_PKT_LEN - sizeof(*eh));
+	ip->time_to_live = 64;
+	ip->next_proto_id = TESTEVD_IPPROTO;
+	ip->src_addr = rte_cpu_to_be_32(TESTEVD_SRC_IP);
+	ip->dst_addr = rte_cpu_to_be_32(TESTEVD_DST_IP);
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	return (struct testevd_payload *)(ip + 1);
 }

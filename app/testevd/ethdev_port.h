@@ -8,12 +8,17 @@
 
 #include <rte_mbuf.h>
 
-#define TESTEVD_ETHERTYPE 0x88B5 /* IEEE local experimental */
+/* Packets are IPv4 (so that IP forwarders such as l3fwd-power route them
+ * back) with protocol 253 (RFC 3692, for experiments), from 10.0.0.2 to
+ * 1.1.1.1 (l3fwd-power's route to port 0), the payload after the header. */
+#define TESTEVD_IPPROTO 253
+#define TESTEVD_SRC_IP RTE_IPV4(10, 0, 0, 2)
+#define TESTEVD_DST_IP RTE_IPV4(1, 1, 1, 1)
 #define TESTEVD_MAGIC 0x45564431 /* "EVD1" */
 #define TESTEVD_F_END 1u         /* the last packet: carries the total sent */
 #define TESTEVD_F_PROBE 2u       /* before the pattern, for the receiver's arm probe */
 
-/* After the Ethernet header. */
+/* After the IPv4 header. */
 struct testevd_payload {
 	uint32_t magic;
 	uint32_t flags;
@@ -22,7 +27,7 @@ struct testevd_payload {
 	uint64_t total; /* with TESTEVD_F_END: packets sent before this one */
 } __rte_packed;
 
-#define TESTEVD_PKT_LEN 64
+#define TESTEVD_PKT_LEN 80 /* Ethernet 14 + IPv4 20 + payload 32, padded */
 
 /*
  * Configure and start a port with nb_rxq Rx queues and one Tx queue, asking
@@ -36,5 +41,8 @@ void testevd_port_stop(uint16_t port);
 
 /* Parse a packet; NULL if it is not one of ours. */
 const struct testevd_payload *testevd_payload_of(const struct rte_mbuf *m);
+/* Write the headers of one of ours into buf (TESTEVD_PKT_LEN bytes, zeroed
+ * first); returns where the payload goes. */
+struct testevd_payload *testevd_packet_init(void *buf, const struct rte_ether_addr *src);
 
 #endif

@@ -10,15 +10,23 @@
  *         for g = 10 us, 100 us, 1 ms, 10 ms, interpolated on log g);
  *   p     the time of one empty poll round (100 ns).
  * Per idle gap g: spinning through it costs g of CPU and adds no latency;
- * sleeping after t costs t + B of CPU and adds L(g - t) of latency.
+ * sleeping after t costs t + B of CPU and adds L(g - t) of latency. A sleep
+ * that ends by its timeout (l3fwd's 10 ms, adaptive's pre-wake) costs B and
+ * the loop runs again L(timeout) after it; an arrival in between waits.
  * cost = CPU + lambda x added latency. The oracle takes, per gap, the
- * cheaper of spinning through and sleeping at once. The competitive ratio
- * is a policy's total cost over the oracle's.
+ * cheapest of spinning through, sleeping at once, and spinning then
+ * sleeping: the actions of the ski-rental problem (spin or block). It sets
+ * no timers; a policy that does (adaptive's pre-wake, for loops that price
+ * latency above CPU) can cost less than it on periodic traces, a ratio
+ * under 1. The competitive ratio is a policy's total cost over the
+ * oracle's.
  */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <rte_common.h>
 
 #include <evd.h>
 #include <evd_policy.h>
@@ -64,12 +72,37 @@ oracle(uint64_t g, double lambda)
 	return best;
 }
 
+#define TL_WINDOWS 200
+
 struct score {
 	char policy[TESTEVD_POLICY_MAX];
 	double cost, oracle_cost, cpu_ns, total_ns;
 	uint64_t switches, sleeps, events;
 	struct hist lat;
+	/* --timeline: per window of the trace's time */
+	double tl_window_ns;
+	double tl_cpu[TL_WINDOWS], tl_sleep[TL_WINDOWS];
+	uint64_t tl_arrivals[TL_WINDOWS];
 };
+
+/* Charge [t0, t0 + d) of CPU (or of sleep) to the timeline windows. */
+static void
+tl_add(double *w, double window, double t0, double d)
+{
+	while (d > 0) {
+		int i = (int)(t0 / window);
+		double room;
+
+		if (i >= TL_WINDOWS)
+			i = TL_WINDOWS - 1;
+		room = (i + 1) * window - t0;
+		if (room <= 0 || i == TL_WINDOWS - 1)
+			room = d;
+		w[i] += RTE_MIN(room, d);
+		t0 += RTE_MIN(room, d);
+		d -= RTE_MIN(room, d);
+	}
+}
 
 /* Replay the trace through one policy instance, in virtual time. */
 static int
@@ -84,9 +117,12 @@ simulate(const char *spec, const struct trace *t, double lambda, struct score *s
 		return rc;
 	memset(s, 0, sizeof(*s));
 	snprintf(s->policy, sizeof(s->policy), "%s", spec);
+	for (size_t i = 0; i < t->n; i++)
+		s->tl_window_ns += (double)t->gap_ns[i];
+	s->tl_window_ns = s->tl_window_ns / TL_WINDOWS + 1;
 	for (size_t i = 0; i < t->n; i++) {
 		uint64_t g = t->gap_ns[i], tt = 0, rounds = 0, late = 0;
-		double cpu = 0;
+		double cpu = 0, t0 = s->total_ns;
 
 		s->oracle_cost += oracle(g, lambda);
 		while (tt < g) {
@@ -104,11 +140,13 @@ simulate(const char *spec, const struct trace *t, double lambda, struct score *s
 				mode = m;
 			}
 			if (a == EVD_ACTION_POLL) {
+				tl_add(s->tl_cpu, s->tl_window_ns, t0 + (double)tt, POLL_ROUND_NS);
 				tt += POLL_ROUND_NS;
 				cpu += POLL_ROUND_NS;
 			} else if (a == EVD_ACTION_PAUSE) {
 				uint64_t d = arg ? arg : 1000;
 
+				tl_add(s->tl_cpu, s->tl_window_ns, t0 + (double)tt, (double)d);
 				tt += d;
 				cpu += (double)d;
 				if (tt > g)
@@ -118,13 +156,26 @@ simulate(const char *spec, const struct trace *t, double lambda, struct score *s
 
 				s->sleeps++;
 				cpu += b_ns;
+				tl_add(s->tl_cpu, s->tl_window_ns, t0 + (double)tt, b_ns);
 				if (g - tt <= bound) {
 					late = (uint64_t)wake_latency(g - tt);
 					evd_policy_wake(p, now + g, g - tt, EVD_WAKE_NOTIFY);
+					tl_add(s->tl_sleep, s->tl_window_ns, t0 + (double)tt, (double)(g - tt));
 					tt = g;
 				} else {
-					evd_policy_wake(p, now + tt + bound, bound, EVD_WAKE_TIMEOUT);
-					tt += bound;
+					/* a timer wake has its latency too: the loop
+					 * runs again L(bound) after the timeout */
+					uint64_t back = bound + (uint64_t)wake_latency(bound);
+
+					evd_policy_wake(p, now + tt + back, bound, EVD_WAKE_TIMEOUT);
+					tl_add(s->tl_sleep, s->tl_window_ns, t0 + (double)tt,
+					       (double)RTE_MIN(back, g - tt));
+					if (tt + back >= g) { /* it arrived during the wake */
+						late = tt + back - g;
+						tt = g;
+					} else {
+						tt += back;
+					}
 				}
 			}
 		}
@@ -137,6 +188,7 @@ simulate(const char *spec, const struct trace *t, double lambda, struct score *s
 		s->cpu_ns += cpu;
 		s->cost += cpu + lambda * (double)late;
 		s->total_ns += (double)g;
+		s->tl_arrivals[RTE_MIN((int)(s->total_ns / s->tl_window_ns), TL_WINDOWS - 1)]++;
 		hist_add(&s->lat, late);
 		s->events++;
 	}
@@ -155,6 +207,22 @@ score_json(FILE *f, const struct score *s, const char *trace, bool last)
 		s->cost, s->oracle_cost, s->total_ns > 0 ? 100.0 * s->cpu_ns / s->total_ns : 0,
 		(double)hist_pct(&s->lat, 0.5) / 1e3, (double)hist_pct(&s->lat, 0.99) / 1e3,
 		(double)hist_pct(&s->lat, 0.999) / 1e3, s->switches, s->sleeps, last ? "" : ",");
+}
+
+/* --timeline: one CSV row per window of the trace's time. */
+static int
+timeline_csv(const char *path, const struct score *s)
+{
+	FILE *f = fopen(path, "w");
+	double w = s->tl_window_ns;
+
+	if (f == NULL)
+		return -errno;
+	fprintf(f, "# policy %s\nt_s,arrivals_per_s,cpu_pct,sleep_pct\n", s->policy);
+	for (int i = 0; i < TL_WINDOWS; i++)
+		fprintf(f, "%.6f,%.1f,%.3f,%.3f\n", i * w / 1e9, (double)s->tl_arrivals[i] * 1e9 / w,
+			100.0 * RTE_MIN(s->tl_cpu[i] / w, 1.0), 100.0 * RTE_MIN(s->tl_sleep[i] / w, 1.0));
+	return fclose(f) == 0 ? 0 : -EIO;
 }
 
 static int
@@ -209,6 +277,11 @@ score_mode(const struct opts *o)
 			if (jf != stdout)
 				fclose(jf);
 		}
+	}
+	if (rc >= 0 && o->timeline != NULL) {
+		rc = timeline_csv(o->timeline, &s[0]); /* adaptive comes first in --compare */
+		if (rc < 0)
+			fprintf(stderr, "testevd: --timeline %s: %s\n", o->timeline, strerror(-rc));
 	}
 	trace_free(&t);
 	free(s);

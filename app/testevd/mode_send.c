@@ -4,7 +4,13 @@
  * vhost-user pair) for a testevd --source ethdev receiver. Each packet
  * carries a sequence number and the TSC; the last one (END) carries the
  * number sent. A full Tx ring is retried, never dropped.
+ *
+ * --send --echo: a forwarder (testevd --forward, DPDK's l3fwd-power) sends
+ * every packet back on the same port; the sender spins between arrivals,
+ * polling the port, and reports the round trips (its own TSC, so no clock
+ * skew) and, with --peer-pid-file, the CPU the forwarder's threads used.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,13 +30,92 @@ struct tx {
 	struct rte_ether_addr src;
 	uint64_t seq;
 	uint64_t retries;
+	/* --echo */
+	struct hist *rtt;
+	uint64_t returned;
+	uint64_t slow; /* round trips over 5 ms: a forwarder that overslept */
+	uint64_t tsc_mhz;
 };
+
+/* Take what came back: round trips of the pattern's packets. */
+static void
+echo_poll(struct tx *t)
+{
+	struct rte_mbuf *pkts[32];
+	uint16_t n = rte_eth_rx_burst(t->port, 0, pkts, RTE_DIM(pkts));
+	uint64_t now = rte_rdtsc();
+
+	for (uint16_t i = 0; i < n; i++) {
+		const struct testevd_payload *p = testevd_payload_of(pkts[i]);
+
+		if (p != NULL && p->flags == 0) {
+			uint64_t ns = (now > p->tsc ? now - p->tsc : 0) * 1000 / t->tsc_mhz;
+
+			hist_add(t->rtt, ns);
+			t->slow += ns > 5000000;
+			t->returned++;
+		}
+		rte_pktmbuf_free(pkts[i]);
+	}
+}
+
+static void
+echo_spin(struct run *r)
+{
+	echo_poll(r->priv);
+}
+
+/* CPU time (ns) all threads of a process have run, from schedstat; 0 if
+ * it cannot be read. */
+static uint64_t
+proc_cpu_ns(long pid)
+{
+	char path[64];
+	DIR *d;
+	struct dirent *e;
+	uint64_t sum = 0;
+
+	snprintf(path, sizeof(path), "/proc/%ld/task", pid);
+	d = opendir(path);
+	if (d == NULL)
+		return 0;
+	while ((e = readdir(d)) != NULL) {
+		char f[128];
+		unsigned long long ns;
+		FILE *fp;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(f, sizeof(f), "%s/%.20s/schedstat", path, e->d_name);
+		fp = fopen(f, "r");
+		if (fp == NULL)
+			continue;
+		if (fscanf(fp, "%llu", &ns) == 1)
+			sum += ns;
+		fclose(fp);
+	}
+	closedir(d);
+	return sum;
+}
+
+static long
+read_pid(const char *file)
+{
+	FILE *fp = fopen(file, "r");
+	long pid = -1;
+
+	if (fp == NULL)
+		return -1;
+	if (fscanf(fp, "%ld", &pid) != 1)
+		pid = -1;
+	fclose(fp);
+	return pid;
+}
 
 static struct rte_mbuf *
 build(struct tx *t, uint32_t flags, uint64_t tsc, uint64_t total)
 {
 	struct rte_mbuf *m = rte_pktmbuf_alloc(t->pool);
-	struct rte_ether_hdr *eh;
 	struct testevd_payload *p;
 	char *buf;
 
@@ -41,12 +126,7 @@ build(struct tx *t, uint32_t flags, uint64_t tsc, uint64_t total)
 		rte_pktmbuf_free(m);
 		return NULL;
 	}
-	memset(buf, 0, TESTEVD_PKT_LEN);
-	eh = (struct rte_ether_hdr *)buf;
-	memset(&eh->dst_addr, 0xff, sizeof(eh->dst_addr));
-	eh->src_addr = t->src;
-	eh->ether_type = rte_cpu_to_be_16(TESTEVD_ETHERTYPE);
-	p = (struct testevd_payload *)(eh + 1);
+	p = testevd_packet_init(buf, &t->src);
 	p->magic = TESTEVD_MAGIC;
 	p->flags = flags;
 	p->seq = t->seq;
@@ -65,7 +145,10 @@ transmit(struct tx *t, struct rte_mbuf **m, uint16_t n)
 
 		if (k == 0) {
 			t->retries++;
-			rte_pause();
+			if (t->rtt != NULL)
+				echo_poll(t);
+			else
+				rte_pause();
 		}
 		done += k;
 	}
@@ -83,7 +166,10 @@ send_post(struct run *r, uint32_t n, uint64_t stamp)
 		while (k < n && k < RTE_DIM(m)) {
 			m[k] = build(t, 0, stamp, 0);
 			if (m[k] == NULL) { /* pool empty: the receiver is behind */
-				rte_pause();
+				if (t->rtt != NULL)
+					echo_poll(t);
+				else
+					rte_pause();
 				continue;
 			}
 			t->seq++;
@@ -92,6 +178,8 @@ send_post(struct run *r, uint32_t n, uint64_t stamp)
 		transmit(t, m, k);
 		n -= k;
 	}
+	if (t->rtt != NULL)
+		echo_poll(t);
 }
 
 const struct source_kind sink_ethdev = {
@@ -106,13 +194,20 @@ send_mode(const struct opts *o)
 	struct tx t = { .port = o->port };
 	struct rte_mbuf *end;
 	struct result *res;
-	uint64_t t0, t1;
+	uint64_t t0, t1, peer0 = 0;
+	long peer = -1;
+	uint64_t r_lost;
 	bool intr;
 	int rc;
 
 	res = calloc(1, sizeof(*res));
 	if (r == NULL || res == NULL)
 		return EXIT_RUNTIME;
+	t.tsc_mhz = rte_get_tsc_hz() / 1000000;
+	if (o->echo) {
+		t.rtt = &res->lat;
+		r->spin = echo_spin;
+	}
 	printf("testevd: sending pattern %s for %.1f s on port %u; waiting for the link\n",
 	       o->pattern, o->duration_s, o->port);
 	fflush(stdout);
@@ -137,9 +232,35 @@ send_mode(const struct opts *o)
 		usleep(10000);
 	}
 	t.seq = 0;
+	if (o->echo) { /* what came back so far were probes: start clean */
+		echo_poll(&t);
+		t.returned = 0;
+		t.slow = 0;
+		memset(t.rtt, 0, sizeof(*t.rtt));
+	}
+	if (o->peer_pid_file != NULL) {
+		peer = read_pid(o->peer_pid_file);
+		peer0 = peer > 0 ? proc_cpu_ns(peer) : 0;
+		if (peer0 == 0)
+			fprintf(stderr, "testevd: cannot read the CPU time of the process in %s\n",
+				o->peer_pid_file);
+	}
 	t0 = rte_get_tsc_cycles();
 	run_replay(r);
 	t1 = rte_get_tsc_cycles();
+	if (peer0 != 0) {
+		uint64_t peer1 = proc_cpu_ns(peer);
+
+		res->has_peer_cpu = peer1 >= peer0;
+		res->peer_cpu_pct = 100.0 * (double)(peer1 - peer0) * (double)(t.tsc_mhz) /
+				    ((double)(t1 - t0) * 1000.0);
+	}
+	if (o->echo) { /* the last ones are still on their way back */
+		uint64_t until = rte_rdtsc() + rte_get_tsc_hz() / 2;
+
+		while (t.returned < r->sent && rte_rdtsc() < until)
+			echo_poll(&t);
+	}
 	end = NULL;
 	while (end == NULL) {
 		end = build(&t, TESTEVD_F_END, rte_rdtsc(), r->sent);
@@ -151,20 +272,38 @@ send_mode(const struct opts *o)
 	res->source = sink_ethdev.name;
 	res->pattern = o->pattern;
 	res->events_sent = r->sent;
+	if (o->echo) {
+		res->events_delivered = t.returned;
+		res->events_lost = r->sent - t.returned;
+		res->echo = true;
+		res->rtt_over_5ms = t.slow;
+	}
 	res->wall_ns = (t1 - t0) * 1000 / (rte_get_tsc_hz() / 1000000);
 	res->runs = 1;
 	result_finish(res);
 	res->events_per_s = (double)r->sent / res->duration_s;
 	printf("  sent %" PRIu64 " packets in %.2f s (%.0f/s), %" PRIu64 " Tx retries, then END\n",
 	       r->sent, res->duration_s, res->events_per_s, t.retries);
+	if (o->echo) {
+		printf("  echo: %" PRIu64 " came back, %" PRIu64 " did not; round trip p50 %.1f us, "
+		       "p99 %.1f us, p99.9 %.1f us, max %.1f us; %" PRIu64 " over 5 ms\n",
+		       t.returned, res->events_lost, res->lat_us[0], res->lat_us[1],
+		       res->lat_us[2], res->lat_us[3], t.slow);
+		if (res->has_peer_cpu)
+			printf("  forwarder (pid %ld) CPU over the run: %.2f %%\n", peer,
+			       res->peer_cpu_pct);
+	}
 	if (o->json != NULL && report_json(o->json, res, 1, false) < 0)
 		rc = -EIO;
+	r_lost = res->events_lost;
 	usleep(200000); /* let the END packet leave before the port closes */
 	testevd_port_stop(o->port);
 	rte_mempool_free(t.pool);
 	free(res);
 	free(r);
-	return rc < 0 ? EXIT_RUNTIME : 0;
+	if (rc < 0)
+		return EXIT_RUNTIME;
+	return o->echo && r_lost ? EXIT_LOSS : 0;
 }
 
 const struct mode mode_send = { "send", send_mode };

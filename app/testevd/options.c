@@ -67,6 +67,8 @@ testevd_usage(FILE *f, const char *prog)
 		"                    pareto:alpha=A,mean_us=M, periodic:period_us=P,jitter_us=J, day\n"
 		"  --speedup X       divide every gap of the trace by X (default 1)\n"
 		"  --events N        arrivals a generator makes (default 100000)\n"
+		"  --timeline FILE   --score: write the policy's run (adaptive's with --compare)\n"
+		"                    as CSV, 200 windows: arrivals/s, CPU %%, time asleep %%\n"
 		"  --lambda L        --score: cost of 1 ns of added latency in ns of CPU (default 1)\n"
 		"  --raw-epoll       receive on --port without evd, as DPDK's l3fwd-power\n"
 		"                    does (rte_epoll_wait, 10 ms timeout): the baseline\n"
@@ -74,6 +76,13 @@ testevd_usage(FILE *f, const char *prog)
 		"                    interrupt fires for packets already queued\n"
 		"  --send            transmit the pattern on --port (e.g. the vhost side of a\n"
 		"                    vhost-user pair) for a --source ethdev receiver\n"
+		"  --echo            --send: expect every packet back on --port (from a\n"
+		"                    forwarder: testevd --forward, l3fwd-power) and report the\n"
+		"                    round-trip latency; spins, polling its port, between sends\n"
+		"  --peer-pid-file F --echo: read the forwarder's pid from F when the pattern\n"
+		"                    starts and report the CPU its threads used over the run\n"
+		"  --forward         --source ethdev: send every received packet back out of\n"
+		"                    the port (Tx queue 0) after counting it\n"
 		"  --send-delay S    --send: seconds between link up and the pattern\n"
 		"                    (default 1; 0..60)\n"
 		"  --policy SPEC     policy spec (default adaptive): poll, intr, adaptive,\n"
@@ -146,7 +155,7 @@ int
 testevd_parse_opts(int argc, char **argv, struct opts *o)
 {
 	enum { O_POLICY = 256, O_DURATION, O_PATTERN, O_RATE, O_SEED, O_JSON, O_COMPARE,
-	       O_NOPROGRESS, O_MAXSLEEP, O_ROUNDS, O_SOURCE, O_SEMANTICS, O_DEVICE, O_PORT, O_QUEUES, O_SEND, O_SEND_DELAY, O_PROBE_ARM, O_RAW, O_SCORE, O_TRACE, O_SPEEDUP, O_EVENTS, O_LAMBDA, O_HELP };
+	       O_NOPROGRESS, O_MAXSLEEP, O_ROUNDS, O_SOURCE, O_SEMANTICS, O_DEVICE, O_PORT, O_QUEUES, O_SEND, O_SEND_DELAY, O_PROBE_ARM, O_RAW, O_SCORE, O_TRACE, O_SPEEDUP, O_EVENTS, O_LAMBDA, O_ECHO, O_FORWARD, O_PEER_PID, O_TIMELINE, O_HELP };
 	static const struct option lo[] = {
 		{ "policy", required_argument, NULL, O_POLICY },
 		{ "duration", required_argument, NULL, O_DURATION },
@@ -164,6 +173,10 @@ testevd_parse_opts(int argc, char **argv, struct opts *o)
 		{ "port", required_argument, NULL, O_PORT },
 		{ "queues", required_argument, NULL, O_QUEUES },
 		{ "send", no_argument, NULL, O_SEND },
+		{ "echo", no_argument, NULL, O_ECHO },
+		{ "timeline", required_argument, NULL, O_TIMELINE },
+		{ "forward", no_argument, NULL, O_FORWARD },
+		{ "peer-pid-file", required_argument, NULL, O_PEER_PID },
 		{ "probe-arm", no_argument, NULL, O_PROBE_ARM },
 		{ "raw-epoll", no_argument, NULL, O_RAW },
 		{ "score", no_argument, NULL, O_SCORE },
@@ -243,6 +256,22 @@ testevd_parse_opts(int argc, char **argv, struct opts *o)
 		case O_PROBE_ARM:
 			o->probe_arm = true;
 			break;
+		case O_TIMELINE:
+			if (*optarg == '\0')
+				return bad(prog, "empty --timeline file name%s", "");
+			o->timeline = optarg;
+			break;
+		case O_ECHO:
+			o->echo = true;
+			break;
+		case O_FORWARD:
+			o->forward = true;
+			break;
+		case O_PEER_PID:
+			if (*optarg == '\0')
+				return bad(prog, "empty --peer-pid-file%s", "");
+			o->peer_pid_file = optarg;
+			break;
 		case O_RAW:
 			o->raw_epoll = true;
 			break;
@@ -315,6 +344,14 @@ testevd_parse_opts(int argc, char **argv, struct opts *o)
 	if (o->raw_epoll && (o->send || o->compare || strcmp(o->source, "ring") != 0))
 		return bad(prog, "--raw-epoll receives on --port by itself: no --source, --send "
 			   "or --compare%s", "");
+	if (o->timeline != NULL && !o->score)
+		return bad(prog, "--timeline applies to --score only%s", "");
+	if (o->echo && !o->send)
+		return bad(prog, "--echo applies to --send only%s", "");
+	if (o->peer_pid_file != NULL && !o->echo)
+		return bad(prog, "--peer-pid-file applies to --send --echo only%s", "");
+	if (o->forward && strcmp(o->source, "ethdev") != 0)
+		return bad(prog, "--forward applies to --source ethdev only%s", "");
 	if (o->probe_arm && strcmp(o->source, "ethdev") != 0)
 		return bad(prog, "--probe-arm applies to --source ethdev only%s", "");
 	if (o->compare && strcmp(o->source, "ethdev") == 0)

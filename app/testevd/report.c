@@ -174,6 +174,10 @@ json_one(FILE *f, const struct result *r, const char *ind)
 	if (r->arm_probe != NULL)
 		fprintf(f, "%s  \"arm_probe\": \"%s\",\n", ind, r->arm_probe);
 	fprintf(f, "%s  \"cpu_pct\": %.3f,\n", ind, r->cpu_pct);
+	if (r->echo)
+		fprintf(f, "%s  \"rtt_over_5ms\": %" PRIu64 ",\n", ind, r->rtt_over_5ms);
+	if (r->has_peer_cpu)
+		fprintf(f, "%s  \"peer_cpu_pct\": %.3f,\n", ind, r->peer_cpu_pct);
 	fprintf(f, "%s  \"latency_us\": {\"p50\": %.3f, \"p99\": %.3f, \"p999\": %.3f, \"max\": %.3f},\n",
 		ind, r->lat_us[0], r->lat_us[1], r->lat_us[2], r->lat_us[3]);
 	fprintf(f, "%s  \"sleeps\": %" PRIu64 ",\n", ind, r->sleeps);

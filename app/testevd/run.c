@@ -36,10 +36,15 @@ now_ns(void)
 }
 
 static void
-wait_until(uint64_t t)
+wait_until(struct run *r, uint64_t t)
 {
 	uint64_t now = now_ns();
 
+	if (r->spin != NULL) { /* --echo: poll for returning packets meanwhile */
+		while (now_ns() < t)
+			r->spin(r);
+		return;
+	}
 	/* Sleep through long gaps (so the producer leaves the loop's core
 	 * alone), spin the last stretch for accuracy. */
 	if (t > now + 200000) {
@@ -79,7 +84,7 @@ replay_trace(struct run *r)
 		return; /* checked before the run: cannot fail here but for memory */
 	for (size_t i = 0; i < t.n; i++) {
 		at += t.gap_ns[i];
-		wait_until(at);
+		wait_until(r, at);
 		post_all(r, 1);
 	}
 	trace_free(&t);
@@ -107,7 +112,7 @@ run_replay(struct run *r)
 		__atomic_store_n(&r->phase, p, __ATOMIC_RELAXED);
 		switch (ph->kind) {
 		case PHASE_IDLE:
-			wait_until(phase_end);
+			wait_until(r, phase_end);
 			break;
 		case PHASE_SATURATE:
 			while (now_ns() < phase_end)
@@ -120,10 +125,10 @@ run_replay(struct run *r)
 				t += exp_gap(&rnd, mean);
 				if (t >= phase_end)
 					break;
-				wait_until(t);
+				wait_until(r, t);
 				post_all(r, ph->burst);
 			}
-			wait_until(phase_end);
+			wait_until(r, phase_end);
 			break;
 		}
 		}
@@ -150,7 +155,7 @@ producer(void *arg)
 		 * (the source sets remote_done), or the deadline passes. */
 		end_all = now_ns() + (uint64_t)((r->o->duration_s + REMOTE_GRACE_S) * 1e9);
 		while (!__atomic_load_n(&r->remote_done, __ATOMIC_ACQUIRE) && now_ns() < end_all)
-			usleep(1000);
+			usleep(10000); /* 100 wakeups/s: its CPU is the receiver's too */
 	}
 	evd_loop_stop(r->loop); /* from a non-EAL thread, waking the loop if asleep */
 	return NULL;

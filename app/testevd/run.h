@@ -35,6 +35,9 @@ struct run {
 	const struct pattern *pat;
 	const struct source_kind *kind;
 	void *priv; /* the source kind's */
+	/* Non-NULL (--echo): called instead of sleeping or pausing between
+	 * arrivals, on the replaying thread. */
+	void (*spin)(struct run *r);
 	struct evd_loop *loop;
 	uint64_t tsc_mhz;
 	/* consumer side (loop thread) */

@@ -29,6 +29,7 @@ struct veth {
 	uint64_t out_of_order; /* loop thread */
 	uint64_t foreign;      /* packets that are not testevd's */
 	uint64_t probes;       /* the sender's probe packets */
+	uint64_t fwd_drops;    /* --forward: Tx queue full */
 	const char *arm_probe;
 	int removed;
 };
@@ -78,7 +79,14 @@ consume(struct evd_source *src, void *burst, uint16_t n, void *arg)
 			}
 			run_delivered(r, p->tsc, now);
 		}
-		rte_pktmbuf_free(pkts[i]);
+		if (!r->o->forward)
+			rte_pktmbuf_free(pkts[i]);
+	}
+	if (r->o->forward && n > 0) {
+		uint16_t k = rte_eth_tx_burst(v->port, 0, pkts, n);
+
+		v->fwd_drops += n - k;
+		rte_pktmbuf_free_bulk(pkts + k, n - k);
 	}
 	if (r->remote_total != 0 && r->delivered >= r->remote_total)
 		__atomic_store_n(&r->remote_done, 1, __ATOMIC_RELEASE);
@@ -162,6 +170,9 @@ veth_close(struct run *r, struct result *res)
 	if (res != NULL) {
 		res->errors += v->out_of_order;
 		res->arm_probe = v->arm_probe;
+		res->errors += v->fwd_drops;
+		if (v->fwd_drops)
+			printf("  %" PRIu64 " packets not forwarded: Tx queue full\n", v->fwd_drops);
 		if (v->foreign)
 			printf("  %" PRIu64 " packets that were not testevd's were ignored\n",
 			       v->foreign);

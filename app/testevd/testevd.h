@@ -34,13 +34,17 @@ struct opts {
 	uint16_t port;         /* ethdev, --send: the port */
 	uint16_t queues;       /* ethdev: Rx queues to receive on */
 	bool send;             /* --send: transmit the pattern on the port */
-	bool probe_arm;
+	bool probe_arm;        /* ethdev: check whether arming fires for queued packets */
+	bool echo;             /* --send --echo: every packet comes back; round trips */
+	bool forward;          /* --source ethdev --forward: send every packet back */
+	const char *peer_pid_file; /* --echo: report this process's CPU over the run */
 	bool raw_epoll;        /* --raw-epoll: the l3fwd-power style baseline */
 	bool score;            /* --score: replay --trace in virtual time against the oracle */
 	const char *trace;     /* --trace FILE|GENERATOR */
 	double speedup;        /* --speedup X */
+	const char *timeline;  /* --timeline FILE: --score's timeline as CSV */
 	double lambda;         /* --lambda: the price of a ns of latency in ns of CPU */
-	uint64_t events;       /* --events N: arrivals a generator makes */        /* ethdev: check whether arming fires for queued packets */
+	uint64_t events;       /* --events N: arrivals a generator makes */
 	const char *policy;
 	const char *pattern;
 	const char *json;
@@ -105,6 +109,10 @@ struct result {
 	const char *arm_probe; /* ethdev --probe-arm: strict, inconclusive, ... */
 	uint64_t ring_full;
 	double cpu_pct;
+	bool echo;             /* --send --echo: latency is the round trip */
+	uint64_t rtt_over_5ms; /* --echo: round trips over 5 ms */
+	bool has_peer_cpu;   /* --echo --peer-pid-file: */
+	double peer_cpu_pct; /* the forwarder's CPU over the run */
 	double events_per_s;
 	double lat_us[4]; /* p50 p99 p999 max */
 	uint64_t sleeps, wakeups, spurious_wakeups, repoll_hits, sleep_timeouts, mode_switches;

@@ -106,14 +106,28 @@ static const struct evd_policy_ops intr_policy = {
  * context, the length of the previous gap (< 4 us, < 64 us, < 1 ms, more).
  * Busy-period lock-in: after a round that found a burst, spin at least B.
  *
+ * Pre-wake: the long gaps (over PW_MIN_NS) also feed a running mean and mean
+ * deviation. When at least PW_RUN of them in a row stay within PW_CV of their
+ * mean, the arrivals are periodic: the policy then sleeps with a timeout that
+ * ends a margin (3 deviations plus the wake latency L) before the expected
+ * arrival, and polls through the window around it, so the arrival finds the
+ * core awake. It does so only where the model says it pays: spinning the
+ * margin costs less than lambda x L, the latency the wake would add (with
+ * lambda = 1 that is never the case, since the timer wake has a latency too;
+ * it is for latency-priced loops, lambda_pct > 100).
+ *
  * Keys: lambda_pct (lambda x 100; default 100), budget_us (a cap on T: the
- * longest the core stays busy after the last completion), learn=0 (the
- * first version: spin B, pause, sleep), spin_pct and pause_ns (for learn=0).
+ * longest the core stays busy after the last completion), prewake (0 turns
+ * pre-wake off; default 1), learn=0 (the first version: spin B, pause,
+ * sleep), spin_pct and pause_ns (for learn=0).
  */
 #define GAP_BINS 48
 #define CONTEXTS 4  /* the previous gap: < 4 us, < 64 us, < 1 ms, longer */
 #define YOUNG 32
 #define UPDATE_EVERY 4096
+#define PW_MIN_NS 50000 /* pre-wake: gaps shorter than this are not periods */
+#define PW_RUN 8        /* periodic after this many long gaps in a row... */
+#define PW_CV 0.125     /* ...each within this part of the mean */
 
 struct adaptive {
 	const struct evd_policy_env *env;
@@ -134,6 +148,12 @@ struct adaptive {
 	uint32_t since_update;
 	uint64_t rnd;
 	bool lock_in;                 /* the last round found a burst: the loop is behind */
+	/* pre-wake */
+	bool prewake;
+	double pw_mean, pw_dev;       /* running mean and mean deviation of the long gaps */
+	uint32_t pw_run;              /* long gaps in a row within PW_CV of the mean */
+	uint64_t pw_wake_ns;          /* 0: off; else sleep until this idle time... */
+	uint64_t pw_end_ns;           /* ...then poll until this one */
 	/* cost[j][i]: the cost of threshold j (edge j; 0: sleep at once; GAP_BINS:
 	 * never) for a gap in bin i; computed once, so an update is sums only */
 	double cost[GAP_BINS + 1][GAP_BINS];
@@ -241,13 +261,15 @@ static int
 adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct evd_policy_env *env,
 		void **state)
 {
-	uint64_t budget_us = UINT64_MAX, spin_pct = 50, pause_ns = 1000, lambda_pct = 100, learn = 1;
+	uint64_t budget_us = UINT64_MAX, spin_pct = 50, pause_ns = 1000, lambda_pct = 100, learn = 1,
+		 prewake = 1;
 	const struct evd__policy_key keys[] = {
 		{ "budget_us", 0, 1000000, &budget_us },
 		{ "spin_pct", 0, 100, &spin_pct },
 		{ "pause_ns", 1, 1000000, &pause_ns },
 		{ "lambda_pct", 0, 1000000, &lambda_pct },
 		{ "learn", 0, 1, &learn },
+		{ "prewake", 0, 1, &prewake },
 	};
 	struct adaptive *a;
 	int rc = evd__policy_parse_keys("adaptive", p, n, keys, RTE_DIM(keys));
@@ -259,6 +281,7 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 		return -ENOMEM;
 	a->env = env;
 	a->learn = learn != 0;
+	a->prewake = prewake != 0;
 	a->lambda = (double)lambda_pct / 100.0;
 	a->cap_ns = budget_us != UINT64_MAX ? budget_us * 1000 : UINT64_MAX;
 	a->budget_ns = budget_us != UINT64_MAX ? budget_us * 1000 : env->sleep_wake_ns;
@@ -297,8 +320,46 @@ adaptive_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
 	if (in->idle_ns < a->threshold_ns ||
 	    (a->lock_in && in->idle_ns < a->env->sleep_wake_ns))
 		return EVD_ACTION_POLL;
+	if (a->pw_wake_ns != 0 && in->idle_ns < a->pw_end_ns) {
+		if (in->idle_ns >= a->pw_wake_ns)
+			return EVD_ACTION_POLL; /* the window around the expected arrival */
+		*arg = a->pw_wake_ns - in->idle_ns;
+		return EVD_ACTION_SLEEP;
+	}
 	*arg = 0;
 	return EVD_ACTION_SLEEP;
+}
+
+/* A long gap g: is the source periodic, and does waking before its next
+ * arrival pay? Sets pw_wake_ns / pw_end_ns (0: no pre-wake). */
+static void
+prewake_learn(struct adaptive *a, uint64_t g)
+{
+	double d = fabs((double)g - a->pw_mean);
+	double margin, lat;
+
+	if (a->pw_run == 0 || d > PW_CV * a->pw_mean) { /* (re)start the run here */
+		a->pw_run = 1;
+		a->pw_mean = (double)g;
+		a->pw_dev = 0;
+		a->pw_wake_ns = 0;
+		return;
+	}
+	a->pw_mean += ((double)g - a->pw_mean) / 8;
+	a->pw_dev += (d - a->pw_dev) / 8;
+	if (a->pw_run < PW_RUN) {
+		a->pw_run++;
+		return;
+	}
+	lat = evd_policy_env_wake_ns(a->env, (uint64_t)a->pw_mean);
+	margin = 3 * a->pw_dev + lat;
+	if (margin < a->lambda * lat && a->pw_mean - margin > (double)a->threshold_ns &&
+	    a->pw_mean - margin > (double)a->env->sleep_wake_ns) {
+		a->pw_wake_ns = (uint64_t)(a->pw_mean - margin);
+		a->pw_end_ns = (uint64_t)(a->pw_mean + 3 * a->pw_dev + margin);
+	} else {
+		a->pw_wake_ns = 0;
+	}
 }
 
 /* A round found completions: the idle gap before it is one sample. A round
@@ -322,6 +383,8 @@ adaptive_events(void *st, uint64_t now, uint32_t n)
 			a->n_ctx[a->ctx]++; /* only "young or not" matters */
 		a->samples++;
 		a->ctx = gap_context(g);
+		if (g >= PW_MIN_NS && a->prewake)
+			prewake_learn(a, g);
 	}
 	a->last_event_ns = now;
 	if (a->samples < YOUNG) {

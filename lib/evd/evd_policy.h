@@ -14,13 +14,20 @@
  * Built-ins:
  * - `poll`: always poll again (lowest latency, 100% CPU).
  * - `intr`: arm and sleep as soon as a round is empty.
- * - `adaptive` (default): keep the core busy for a budget after the last
- *   completion (poll, then pause), then arm and sleep. The budget is this
- *   machine's measured sleep-and-wake cost (ski rental). Keys: `budget_us`
- *   (set the budget instead, 0..1000000), `spin_pct` (part of the budget
- *   spent polling before pausing, 0..100; default 50), `pause_ns` (length of
- *   one pause, 1..1000000; default 1000).
- *
+ * - `adaptive` (default): learns the idle gaps the loop sees (a decayed
+ *   histogram, two log-spaced bins per octave, one per context: the length
+ *   of the previous gap) and picks the spin threshold with the least
+ *   expected cost (CPU + lambda x wake latency) under this machine's
+ *   measured sleep cost B and wake latency L(g); a randomised ski-rental
+ *   threshold on [0, B] while the histogram is young; after a round that
+ *   found a burst it spins at least B (busy-period lock-in); for periodic
+ *   arrivals, where it pays, it sleeps with a timeout that ends before the
+ *   next expected arrival and polls through it (pre-wake). Keys:
+ *   `budget_us` (cap on the spin, 0..1000000), `lambda_pct` (price of a ns
+ *   of latency in ns of CPU, x100; default 100), `prewake` (0/1; default 1),
+ *   `learn` (0: the fixed rule: poll `spin_pct` % of the budget, pause
+ *   `pause_ns` at a time until the budget, then sleep; the budget is
+ *   `budget_us` or B). doc/policies.md has the model and how to tune it.
  * Baselines, copies of the rules in use elsewhere, for comparison:
  * - `l3fwd`: DPDK l3fwd-power (10 empty polls free, then 1 us waits, sleep with
  *   a 10 ms timeout at 300); keys `min_zero_polls`, `suspend_threshold`, `timeout_ms`.
