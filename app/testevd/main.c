@@ -48,6 +48,68 @@ has_opt(int argc, char **argv, const char *const *names)
 	return false;
 }
 
+/* --calibration FILE: one line "B L(10us) L(100us) L(1ms) L(10ms)" in ns
+ * ('#' comments), as --save-calibration writes it. */
+static int
+calibration_load(const char *path)
+{
+	struct evd_policy_env e = { .wake_at_ns = { 10000, 100000, 1000000, 10000000 } };
+	unsigned long long v[5];
+	char line[256];
+	FILE *f = fopen(path, "r");
+	int got = 0, rc;
+
+	if (f == NULL) {
+		fprintf(stderr, "testevd: --calibration %s: %s\n", path, strerror(errno));
+		return EXIT_USAGE;
+	}
+	while (got == 0 && fgets(line, sizeof(line), f) != NULL) {
+		char extra;
+
+		if (line[0] == '#' || strspn(line, " \t\r\n") == strlen(line))
+			continue;
+		if (sscanf(line, "%llu %llu %llu %llu %llu %c", &v[0], &v[1], &v[2], &v[3], &v[4],
+			   &extra) != 5)
+			break;
+		got = 1;
+	}
+	fclose(f);
+	if (!got || v[0] == 0) {
+		fprintf(stderr, "testevd: --calibration %s: expected one line of 5 numbers in ns: "
+			"B L(10us) L(100us) L(1ms) L(10ms), B > 0\n", path);
+		return EXIT_USAGE;
+	}
+	e.sleep_wake_ns = v[0];
+	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++)
+		e.wake_ns[k] = v[k + 1];
+	rc = evd_policy_env_set(&e);
+	if (rc < 0) {
+		fprintf(stderr, "testevd: --calibration %s: %s\n", path, strerror(-rc));
+		return EXIT_RUNTIME;
+	}
+	return 0;
+}
+
+static int
+calibration_save(const char *path)
+{
+	const struct evd_policy_env *e = evd_policy_env_get();
+	FILE *f = fopen(path, "w");
+
+	if (f == NULL) {
+		fprintf(stderr, "testevd: --save-calibration %s: %s\n", path, strerror(errno));
+		return EXIT_USAGE;
+	}
+	fprintf(f, "# evd calibration (ns): B, then the wake latency L after 10 us, 100 us, 1 ms, 10 ms\n"
+		"%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", e->sleep_wake_ns,
+		e->wake_ns[0], e->wake_ns[1], e->wake_ns[2], e->wake_ns[3]);
+	if (fclose(f) != 0) {
+		fprintf(stderr, "testevd: --save-calibration %s: %s\n", path, strerror(errno));
+		return EXIT_RUNTIME;
+	}
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -142,6 +204,14 @@ main(int argc, char **argv)
 		return EXIT_RUNTIME;
 	}
 	snprintf(runtime_dir, sizeof(runtime_dir), "%s", rte_eal_get_runtime_dir());
+	if (o.calibration != NULL || o.save_calibration != NULL) {
+		rc = o.calibration != NULL ? calibration_load(o.calibration)
+					   : calibration_save(o.save_calibration);
+		if (rc != 0) {
+			rte_eal_cleanup();
+			return rc;
+		}
+	}
 	rc = modes[o.score ? 4 : o.raw_epoll ? 3 : o.send ? 2 : o.compare ? 1 : 0]->run(&o);
 	rte_eal_cleanup();
 	return rc;

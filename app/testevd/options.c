@@ -69,6 +69,9 @@ testevd_usage(FILE *f, const char *prog)
 		"  --events N        arrivals a generator makes (default 100000)\n"
 		"  --timeline FILE   --score: write the policy's run (adaptive's with --compare)\n"
 		"                    as CSV, 200 windows: arrivals/s, CPU %%, time asleep %%\n"
+		"  --save-calibration FILE  measure B and L(g) on this machine and write them\n"
+		"  --calibration FILE  use B and L(g) from FILE (as --save-calibration wrote\n"
+		"                    it) instead of measuring: comparable --score runs\n"
 		"  --lambda L        --score: cost of 1 ns of added latency in ns of CPU (default 1)\n"
 		"  --raw-epoll       receive on --port without evd, as DPDK's l3fwd-power\n"
 		"                    does (rte_epoll_wait, 10 ms timeout): the baseline\n"
@@ -155,7 +158,7 @@ int
 testevd_parse_opts(int argc, char **argv, struct opts *o)
 {
 	enum { O_POLICY = 256, O_DURATION, O_PATTERN, O_RATE, O_SEED, O_JSON, O_COMPARE,
-	       O_NOPROGRESS, O_MAXSLEEP, O_ROUNDS, O_SOURCE, O_SEMANTICS, O_DEVICE, O_PORT, O_QUEUES, O_SEND, O_SEND_DELAY, O_PROBE_ARM, O_RAW, O_SCORE, O_TRACE, O_SPEEDUP, O_EVENTS, O_LAMBDA, O_ECHO, O_FORWARD, O_PEER_PID, O_TIMELINE, O_HELP };
+	       O_NOPROGRESS, O_MAXSLEEP, O_ROUNDS, O_SOURCE, O_SEMANTICS, O_DEVICE, O_PORT, O_QUEUES, O_SEND, O_SEND_DELAY, O_PROBE_ARM, O_RAW, O_SCORE, O_TRACE, O_SPEEDUP, O_EVENTS, O_LAMBDA, O_ECHO, O_FORWARD, O_PEER_PID, O_TIMELINE, O_CALIB, O_SAVE_CALIB, O_HELP };
 	static const struct option lo[] = {
 		{ "policy", required_argument, NULL, O_POLICY },
 		{ "duration", required_argument, NULL, O_DURATION },
@@ -175,6 +178,8 @@ testevd_parse_opts(int argc, char **argv, struct opts *o)
 		{ "send", no_argument, NULL, O_SEND },
 		{ "echo", no_argument, NULL, O_ECHO },
 		{ "timeline", required_argument, NULL, O_TIMELINE },
+		{ "calibration", required_argument, NULL, O_CALIB },
+		{ "save-calibration", required_argument, NULL, O_SAVE_CALIB },
 		{ "forward", no_argument, NULL, O_FORWARD },
 		{ "peer-pid-file", required_argument, NULL, O_PEER_PID },
 		{ "probe-arm", no_argument, NULL, O_PROBE_ARM },
@@ -255,6 +260,12 @@ testevd_parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case O_PROBE_ARM:
 			o->probe_arm = true;
+			break;
+		case O_CALIB:
+		case O_SAVE_CALIB:
+			if (*optarg == '\0')
+				return bad(prog, "empty calibration file name%s", "");
+			*(c == O_CALIB ? &o->calibration : &o->save_calibration) = optarg;
 			break;
 		case O_TIMELINE:
 			if (*optarg == '\0')
@@ -344,6 +355,8 @@ testevd_parse_opts(int argc, char **argv, struct opts *o)
 	if (o->raw_epoll && (o->send || o->compare || strcmp(o->source, "ring") != 0))
 		return bad(prog, "--raw-epoll receives on --port by itself: no --source, --send "
 			   "or --compare%s", "");
+	if (o->calibration != NULL && o->save_calibration != NULL)
+		return bad(prog, "--calibration loads, --save-calibration measures: give one%s", "");
 	if (o->timeline != NULL && !o->score)
 		return bad(prog, "--timeline applies to --score only%s", "");
 	if (o->echo && !o->send)

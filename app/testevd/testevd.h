@@ -43,6 +43,8 @@ struct opts {
 	const char *trace;     /* --trace FILE|GENERATOR */
 	double speedup;        /* --speedup X */
 	const char *timeline;  /* --timeline FILE: --score's timeline as CSV */
+	const char *calibration;      /* --calibration FILE: B and L instead of measuring */
+	const char *save_calibration; /* --save-calibration FILE: measure and write them */
 	double lambda;         /* --lambda: the price of a ns of latency in ns of CPU */
 	uint64_t events;       /* --events N: arrivals a generator makes */
 	const char *policy;

@@ -163,6 +163,15 @@ void evd_policy_wake(struct evd_policy *p, uint64_t now_ns, uint64_t slept_ns,
  */
 const struct evd_policy_env *evd_policy_env_get(void);
 
+/**
+ * Give the environment instead of measuring it (a calibration saved from an
+ * earlier run, so that scores are comparable across runs). Control path:
+ * call it before the first loop or policy instance of the process.
+ * @return 0; -EINVAL (NULL, B of 0, or wake_at_ns not increasing from > 0);
+ *   -EALREADY (the environment was measured or given already).
+ */
+int evd_policy_env_set(const struct evd_policy_env *env);
+
 #ifdef __cplusplus
 }
 #endif
