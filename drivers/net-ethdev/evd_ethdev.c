@@ -24,7 +24,7 @@
 
 #include "evd_ethdev.h"
 
-RTE_LOG_REGISTER(evd_ethdev_logtype, pmd.evd.net_ethdev, INFO);
+RTE_LOG_REGISTER(evd_ethdev_logtype, pmd.evd.ethdev, INFO);
 #define ETH_LOG(level, fmt, ...) \
 	rte_log(RTE_LOG_##level, evd_ethdev_logtype, "EVD_ETHDEV: " fmt "\n", ##__VA_ARGS__)
 

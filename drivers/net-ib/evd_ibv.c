@@ -22,7 +22,7 @@
 
 #include "evd_ibv.h"
 
-RTE_LOG_REGISTER(evd_ibv_logtype, pmd.evd.net_ib, INFO);
+RTE_LOG_REGISTER(evd_ibv_logtype, pmd.evd.ib, INFO);
 #define IBV_LOG(level, fmt, ...) \
 	rte_log(RTE_LOG_##level, evd_ibv_logtype, "EVD_IBV: " fmt "\n", ##__VA_ARGS__)
 
