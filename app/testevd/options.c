@@ -103,6 +103,9 @@ testevd_usage(FILE *f, const char *prog)
 		"  --compare         run the pattern under poll, intr and adaptive, one table\n"
 		"  --rounds N        with --compare: interleave the three runs N times and\n"
 		"                    add them up (default 1; 1..1000)\n"
+		"  --linger S        keep the loop and its sources S seconds after the run, for\n"
+		"                    reading them with dpdk-telemetry.py (/evd/list, /evd/stats,ID,\n"
+		"                    /evd/sources,ID); 0..3600\n"
 		"  --no-progress     no live progress line (it is shown only on a terminal)\n"
 		"  --help            this text\n"
 		"\n"
@@ -158,7 +161,7 @@ int
 testevd_parse_opts(int argc, char **argv, struct opts *o)
 {
 	enum { O_POLICY = 256, O_DURATION, O_PATTERN, O_RATE, O_SEED, O_JSON, O_COMPARE,
-	       O_NOPROGRESS, O_MAXSLEEP, O_ROUNDS, O_SOURCE, O_SEMANTICS, O_DEVICE, O_PORT, O_QUEUES, O_SEND, O_SEND_DELAY, O_PROBE_ARM, O_RAW, O_SCORE, O_TRACE, O_SPEEDUP, O_EVENTS, O_LAMBDA, O_ECHO, O_FORWARD, O_PEER_PID, O_TIMELINE, O_CALIB, O_SAVE_CALIB, O_HELP };
+	       O_NOPROGRESS, O_MAXSLEEP, O_ROUNDS, O_SOURCE, O_SEMANTICS, O_DEVICE, O_PORT, O_QUEUES, O_SEND, O_SEND_DELAY, O_PROBE_ARM, O_RAW, O_SCORE, O_TRACE, O_SPEEDUP, O_EVENTS, O_LAMBDA, O_ECHO, O_FORWARD, O_PEER_PID, O_TIMELINE, O_CALIB, O_SAVE_CALIB, O_LINGER, O_HELP };
 	static const struct option lo[] = {
 		{ "policy", required_argument, NULL, O_POLICY },
 		{ "duration", required_argument, NULL, O_DURATION },
@@ -179,6 +182,7 @@ testevd_parse_opts(int argc, char **argv, struct opts *o)
 		{ "echo", no_argument, NULL, O_ECHO },
 		{ "timeline", required_argument, NULL, O_TIMELINE },
 		{ "calibration", required_argument, NULL, O_CALIB },
+		{ "linger", required_argument, NULL, O_LINGER },
 		{ "save-calibration", required_argument, NULL, O_SAVE_CALIB },
 		{ "forward", no_argument, NULL, O_FORWARD },
 		{ "peer-pid-file", required_argument, NULL, O_PEER_PID },
@@ -306,6 +310,10 @@ testevd_parse_opts(int argc, char **argv, struct opts *o)
 		case O_LAMBDA:
 			if (parse_double(optarg, 0, 1e6, &o->lambda) < 0)
 				return bad(prog, "invalid --lambda '%s' (0..1000000)", optarg);
+			break;
+		case O_LINGER:
+			if (parse_double(optarg, 0, 3600, &o->linger_s) < 0)
+				return bad(prog, "invalid --linger '%s' (0..3600 s)", optarg);
 			break;
 		case O_SEND_DELAY:
 			if (parse_double(optarg, 0, 60, &o->send_delay_s) < 0)

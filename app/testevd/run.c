@@ -327,6 +327,12 @@ run_pattern(const struct opts *o, const char *policy, struct result *res)
 	for (int m = 0; m < 3; m++)
 		res->mode_ns[m] = st.mode_ns[m];
 	res->runs = 1;
+	if (o->linger_s > 0) { /* the loop and its sources stay, for telemetry */
+		printf("testevd: run done; loop %s stays %.1f s for telemetry (/evd/list)\n",
+		       evd_loop_name(r->loop), o->linger_s);
+		fflush(stdout);
+		usleep((useconds_t)(o->linger_s * 1e6));
+	}
 out_close:
 	r->kind->close(r, res); /* adds the source's own counters (ring_full) */
 	result_finish(res);

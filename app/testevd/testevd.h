@@ -53,6 +53,7 @@ struct opts {
 	double duration_s;
 	double rate;
 	double send_delay_s;
+	double linger_s;       /* --linger S: keep the loop S seconds after the run */
 	uint64_t seed;
 	uint32_t max_sleep_us;
 	bool compare;

@@ -155,7 +155,9 @@ evd_loop_create(const struct evd_loop_conf *conf, struct evd_loop **out)
 	loop->mode = EVD_MODE_POLL;
 	loop->mode_mark_ns = evd__now(loop);
 	loop->last_event_ns = loop->mode_mark_ns;
-	EVD_LOG(DEBUG, "loop %s created, policy %s", loop->name, loop->policy.ops->name);
+	evd__registry_add(loop);
+	EVD_LOG(DEBUG, "loop %s (telemetry id %u) created, policy %s", loop->name, loop->id,
+		loop->policy.ops->name);
 	*out = loop;
 	return 0;
 fail:
@@ -176,6 +178,7 @@ evd_loop_destroy(struct evd_loop *loop)
 		return -EINVAL;
 	if (loop->n_src > 0 || __atomic_load_n(&loop->running, __ATOMIC_ACQUIRE))
 		return -EBUSY;
+	evd__registry_remove(loop);
 	while (loop->timers.n > 0) {
 		struct evd_timer *t = loop->timers.heap[0];
 
@@ -268,12 +271,17 @@ evd_loop_add(struct evd_loop *loop, struct evd_source *src)
 	}
 	if (loop->n_src == loop->cap_src) {
 		uint32_t cap = loop->cap_src ? loop->cap_src * 2 : 8;
-		struct evd_source **a = realloc(loop->src, cap * sizeof(*a));
+		struct evd_source **a;
 
+		evd__registry_lock();
+		a = realloc(loop->src, cap * sizeof(*a));
+		if (a != NULL) {
+			loop->src = a;
+			loop->cap_src = cap;
+		}
+		evd__registry_unlock();
 		if (a == NULL)
 			return -ENOMEM;
-		loop->src = a;
-		loop->cap_src = cap;
 	}
 	if (fd >= 0) {
 		ev.events = src->epoll_events ? src->epoll_events : EPOLLIN;
@@ -297,7 +305,9 @@ evd_loop_add(struct evd_loop *loop, struct evd_source *src)
 	src->removing = 0;
 	src->index = loop->n_src;
 	src->loop = loop;
+	evd__registry_lock();
 	loop->src[loop->n_src++] = src;
+	evd__registry_unlock();
 	EVD_LOG(DEBUG, "loop %s: added %s source %s%s", loop->name, src->ops->kind ? src->ops->kind : "",
 		src->name, fd < 0 ? " (poll-only)" : "");
 	return 0;
@@ -344,8 +354,10 @@ detach(struct evd_loop *loop, struct evd_source *s)
 		loop->n_poll_only--;
 	}
 	disarm(s);
+	evd__registry_lock();
 	loop->src[i] = loop->src[--loop->n_src];
 	loop->src[i]->index = i;
+	evd__registry_unlock();
 	s->loop = NULL;
 	s->removing = 0;
 	s->woken = 0;

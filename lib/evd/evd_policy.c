@@ -410,6 +410,34 @@ adaptive_events(void *st, uint64_t now, uint32_t n)
 	a->threshold_ns = a->ctx_threshold[a->ctx];
 }
 
+/* Telemetry: what adaptive learned (read from another thread: a torn
+ * value is possible and harmless, it is a report). */
+static void
+adaptive_describe(const void *st, char *buf, size_t len)
+{
+	const struct adaptive *a = st;
+	uint64_t t[CONTEXTS], samples = __atomic_load_n(&a->samples, __ATOMIC_RELAXED);
+	uint64_t pw = __atomic_load_n(&a->pw_wake_ns, __ATOMIC_RELAXED);
+
+	if (!a->learn) {
+		snprintf(buf, len, "fixed budget_ns=%" PRIu64 " spin_ns=%" PRIu64, a->budget_ns,
+			 a->spin_ns);
+		return;
+	}
+	for (int c = 0; c < CONTEXTS; c++)
+		t[c] = __atomic_load_n(&a->ctx_threshold[c], __ATOMIC_RELAXED);
+	if (samples < YOUNG) {
+		snprintf(buf, len, "young gaps=%" PRIu64 " B_ns=%" PRIu64, samples,
+			 a->env->sleep_wake_ns);
+		return;
+	}
+#define T(x) ((x) == UINT64_MAX ? -1 : (int64_t)(x))
+	snprintf(buf, len, "gaps=%" PRIu64 " spin_ns=%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
+		 " prewake_ns=%" PRIu64 " B_ns=%" PRIu64, samples, T(t[0]), T(t[1]), T(t[2]), T(t[3]),
+		 pw, a->env->sleep_wake_ns);
+#undef T
+}
+
 static const struct evd_policy_ops adaptive_policy = {
 	.name = "adaptive",
 	.create = adaptive_create,
@@ -417,6 +445,7 @@ static const struct evd_policy_ops adaptive_policy = {
 	.decide = adaptive_decide,
 	.on_events = adaptive_events,
 	.needs_env = 1,
+	.describe = adaptive_describe,
 };
 
 /* ---- registry ----------------------------------------------------------------- */

@@ -44,6 +44,7 @@
  * its name is then usable in specs. Policy callbacks run on the loop thread.
  */
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "evd.h"
@@ -115,6 +116,13 @@ struct evd_policy_ops {
 	void (*on_wake)(void *state, uint64_t now_ns, uint64_t slept_ns, enum evd_wake_reason why);
 	/** Whether the policy needs env (the one-time calibration); 0 skips it. */
 	int needs_env;
+	/**
+	 * Optional: write what the policy has learned, as text ("key=value ..."),
+	 * into buf (len bytes, NUL-terminated); shown by the /evd/stats telemetry
+	 * command. Called from the telemetry thread while the loop runs: read
+	 * the state, never write it.
+	 */
+	void (*describe)(const void *state, char *buf, size_t len);
 };
 
 /**

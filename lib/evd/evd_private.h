@@ -82,6 +82,8 @@ evd__timers_next(const struct evd__timers *h)
 
 struct evd_loop {
 	char name[EVD_NAME_MAX];
+	uint32_t id;               /* telemetry: the loop's number in /evd/list */
+	struct evd_loop *tm_next;  /* telemetry registry, under evd__registry_lock() */
 	struct evd_policy policy;
 	struct evd_clock clock;
 	uint64_t max_sleep_ns;
@@ -126,5 +128,13 @@ evd__now(const struct evd_loop *loop)
 }
 
 uint64_t evd__monotonic_ns(void *arg);
+
+/* Telemetry (evd_telemetry.c): the registry of loops. The lock also guards
+ * each loop's source table against the telemetry thread: take it around
+ * changes of loop->src. */
+void evd__registry_add(struct evd_loop *loop);
+void evd__registry_remove(struct evd_loop *loop);
+void evd__registry_lock(void);
+void evd__registry_unlock(void);
 
 #endif /* EVD_PRIVATE_H */

@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * rte_telemetry commands, for reading a running application's loops with
+ * DPDK's own client (dpdk-telemetry.py):
+ *   /evd/list               the loops' ids
+ *   /evd/stats,<loop>       a loop: name, policy, mode, its stats, and what
+ *                           the policy learned
+ *   /evd/sources,<loop>     a loop's sources and their stats
+ * <loop> is an id from /evd/list or a loop name.
+ *
+ * The registry's lock guards the list of loops and each loop's source table
+ * (evd_loop.c takes it around changes), so a loop or a source is never read
+ * after it left. Stats are read as the loop's own stats calls read them.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_common.h>
+#include <rte_telemetry.h>
+
+#include "evd_private.h"
+
+static pthread_mutex_t registry = PTHREAD_MUTEX_INITIALIZER;
+static struct evd_loop *loops; /* newest first */
+static uint32_t next_id;
+
+void
+evd__registry_lock(void)
+{
+	pthread_mutex_lock(&registry);
+}
+
+void
+evd__registry_unlock(void)
+{
+	pthread_mutex_unlock(&registry);
+}
+
+void
+evd__registry_add(struct evd_loop *loop)
+{
+	evd__registry_lock();
+	loop->id = next_id++;
+	loop->tm_next = loops;
+	loops = loop;
+	evd__registry_unlock();
+}
+
+void
+evd__registry_remove(struct evd_loop *loop)
+{
+	evd__registry_lock();
+	for (struct evd_loop **p = &loops; *p != NULL; p = &(*p)->tm_next)
+		if (*p == loop) {
+			*p = loop->tm_next;
+			break;
+		}
+	evd__registry_unlock();
+}
+
+/* Under the lock. */
+static struct evd_loop *
+find(const char *param)
+{
+	char *end;
+	unsigned long id;
+
+	if (param == NULL || *param == '\0')
+		return NULL;
+	id = strtoul(param, &end, 10);
+	for (struct evd_loop *l = loops; l != NULL; l = l->tm_next)
+		if ((*end == '\0' && l->id == id) || strcmp(l->name, param) == 0)
+			return l;
+	return NULL;
+}
+
+static const char *const mode_name[EVD_MODE_COUNT] = { "poll", "pause", "sleep" };
+
+static int
+tm_list(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	uint32_t ids[RTE_TEL_MAX_ARRAY_ENTRIES];
+	unsigned int n = 0;
+
+	RTE_SET_USED(cmd);
+	RTE_SET_USED(params);
+	rte_tel_data_start_array(d, RTE_TEL_INT_VAL);
+	evd__registry_lock();
+	for (struct evd_loop *l = loops; l != NULL && n < RTE_DIM(ids); l = l->tm_next)
+		ids[n++] = l->id;
+	evd__registry_unlock();
+	while (n > 0) /* oldest first */
+		rte_tel_data_add_array_int(d, (int)ids[--n]);
+	return 0;
+}
+
+#define U64(d, s, f) rte_tel_data_add_dict_u64(d, #f, (s)->f)
+
+static int
+tm_stats(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	struct evd_loop_stats st;
+	struct evd_loop *l;
+	char learned[RTE_TEL_MAX_STRING_LEN];
+
+	RTE_SET_USED(cmd);
+	evd__registry_lock();
+	l = find(params);
+	if (l == NULL) {
+		evd__registry_unlock();
+		return -EINVAL;
+	}
+	evd_loop_stats_get(l, &st);
+	rte_tel_data_start_dict(d);
+	rte_tel_data_add_dict_int(d, "id", (int)l->id);
+	rte_tel_data_add_dict_string(d, "name", l->name);
+	rte_tel_data_add_dict_string(d, "policy", l->policy.ops->name);
+	rte_tel_data_add_dict_string(d, "mode", st.mode < EVD_MODE_COUNT ? mode_name[st.mode] : "?");
+	rte_tel_data_add_dict_int(d, "running", __atomic_load_n(&l->running, __ATOMIC_ACQUIRE));
+	rte_tel_data_add_dict_int(d, "sources", (int)l->n_src);
+	U64(d, &st, polls);
+	U64(d, &st, empty_polls);
+	U64(d, &st, events);
+	U64(d, &st, arms);
+	U64(d, &st, repoll_hits);
+	U64(d, &st, sleeps);
+	U64(d, &st, wakeups);
+	U64(d, &st, spurious_wakeups);
+	U64(d, &st, sleep_timeouts);
+	U64(d, &st, lost_wakeups);
+	U64(d, &st, pauses);
+	U64(d, &st, mode_switches);
+	U64(d, &st, timers_fired);
+	U64(d, &st, errors);
+	U64(d, &st, cpu_ns);
+	rte_tel_data_add_dict_u64(d, "poll_ns", st.mode_ns[EVD_MODE_POLL]);
+	rte_tel_data_add_dict_u64(d, "pause_ns", st.mode_ns[EVD_MODE_PAUSE]);
+	rte_tel_data_add_dict_u64(d, "sleep_ns", st.mode_ns[EVD_MODE_SLEEP]);
+	if (l->policy.ops->describe != NULL) {
+		learned[0] = '\0';
+		l->policy.ops->describe(l->policy.state, learned, sizeof(learned));
+		rte_tel_data_add_dict_string(d, "policy_state", learned);
+	}
+	evd__registry_unlock();
+	return 0;
+}
+
+static int
+tm_sources(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	struct evd_loop *l;
+
+	RTE_SET_USED(cmd);
+	evd__registry_lock();
+	l = find(params);
+	if (l == NULL) {
+		evd__registry_unlock();
+		return -EINVAL;
+	}
+	rte_tel_data_start_dict(d);
+	for (uint32_t i = 0; i < l->n_src && i < RTE_TEL_MAX_DICT_ENTRIES; i++) {
+		struct evd_source *s = l->src[i];
+		struct rte_tel_data *c = rte_tel_data_alloc();
+		struct evd_source_stats st;
+
+		if (c == NULL)
+			break;
+		evd_source_stats_get(s, &st);
+		rte_tel_data_start_dict(c);
+		rte_tel_data_add_dict_string(c, "kind", s->ops->kind ? s->ops->kind : "");
+		rte_tel_data_add_dict_int(c, "has_fd", s->has_fd);
+		U64(c, &st, polls);
+		U64(c, &st, empty_polls);
+		U64(c, &st, events);
+		U64(c, &st, arms);
+		U64(c, &st, repoll_hits);
+		U64(c, &st, wakeups);
+		U64(c, &st, spurious_wakeups);
+		U64(c, &st, lost_wakeups);
+		U64(c, &st, errors);
+		U64(c, &st, full);
+		if (rte_tel_data_add_dict_container(d, s->name, c, 0) < 0)
+			rte_tel_data_free(c);
+	}
+	evd__registry_unlock();
+	return 0;
+}
+
+RTE_INIT(evd_telemetry_init)
+{
+	rte_telemetry_register_cmd("/evd/list", tm_list, "Returns the ids of the evd loops.");
+	rte_telemetry_register_cmd("/evd/stats", tm_stats,
+				   "Returns a loop's stats, mode, policy and what it learned. "
+				   "Parameters: loop id or name");
+	rte_telemetry_register_cmd("/evd/sources", tm_sources,
+				   "Returns a loop's sources and their stats. Parameters: loop id or name");
+}

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# rte_telemetry: a running testevd read with Debian's own client
+# (dpdk-telemetry.py, package dpdk-dev): /evd/list, /evd/stats,<id>,
+# /evd/sources,<id> while the loop runs (figures move, mode is a mode), then
+# after the run (--linger) the figures equal testevd's JSON report. And the
+# log switch: --log-level=lib.evd:debug shows the library's debug lines.
+set -u
+testevd=$1
+client=$(command -v dpdk-telemetry.py) || { echo "SKIP: dpdk-telemetry.py not installed (Debian package dpdk-dev)"; exit 77; }
+tmp=$(mktemp -d)
+prefix=evd-tm$$
+trap 'kill $pid 2>/dev/null; rm -rf "$tmp"' EXIT
+"$testevd" --no-huge -m 128 --no-pci --file-prefix=$prefix -- --pattern demo --rate 20000 \
+	--duration 3 --linger 4 --no-progress --json "$tmp/report.json" >"$tmp/out.log" 2>&1 &
+pid=$!
+ask() { # ask CMD...: one JSON line per command
+	printf '%s\n' "$@" | python3 "$client" -f $prefix 2>&1
+}
+sleep 1.5
+ask /evd/list /evd/stats,0 /evd/sources,0 /evd/stats,testevd /evd/stats,99 >"$tmp/mid.json"
+for _ in $(seq 60); do grep -q "stays" "$tmp/out.log" && break; sleep 0.1; done
+sleep 0.3
+ask /evd/stats,0 /evd/sources,0 >"$tmp/end.json"
+wait $pid
+rc=$?
+[ $rc -eq 0 ] || { echo "FAIL: testevd exited $rc"; cat "$tmp/out.log"; exit 1; }
+dbg=$("$testevd" --log-level=lib.evd:debug -- --pattern idle --duration 0.2 --no-progress 2>&1)
+quiet=$("$testevd" -- --pattern idle --duration 0.2 --no-progress 2>&1)
+case $dbg in *"loop testevd (telemetry id 0) created"*) ;; *) echo "FAIL: no debug line with lib.evd:debug"; echo "$dbg"; exit 1 ;; esac
+case $quiet in *"telemetry id"*) echo "FAIL: debug line at the default level"; exit 1 ;; esac
+echo "ok: --log-level=lib.evd:debug shows the library's debug lines, the default level does not"
+python3 - "$tmp/mid.json" "$tmp/end.json" "$tmp/report.json" <<'PY'
+import json, sys
+mid = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+end = [json.loads(l) for l in open(sys.argv[2]) if l.startswith("{")]
+rep = json.load(open(sys.argv[3]))
+assert len(mid) == 5, f"expected 5 replies mid-run, got {mid}"
+assert mid[0]["/evd/list"] == [0], mid[0]
+s = mid[1]["/evd/stats"]
+assert s["name"] == "testevd" and s["policy"] == "adaptive" and s["mode"] in ("poll", "pause", "sleep"), s
+assert s["running"] == 1 and s["sources"] == 1 and s["events"] > 0, s
+assert "policy_state" in s and (s["policy_state"].startswith("gaps=") or s["policy_state"].startswith("young")), s
+src = mid[2]["/evd/sources"]
+assert len(src) == 1, src
+name, one = next(iter(src.items()))
+assert one["kind"] == "ring" and one["events"] > 0 and one["has_fd"] == 1, src
+assert mid[3]["/evd/stats"]["id"] == 0, "the loop by name"
+assert mid[4]["/evd/stats"] is None, f"an unknown loop is an error: {mid[4]}"
+e, es = end[0]["/evd/stats"], end[1]["/evd/sources"][name]
+assert e["running"] == 0, e
+assert e["events"] > s["events"], "the figures moved"
+for k, j in (("events", "events_delivered"), ("sleeps", "sleeps"), ("wakeups", "wakeups"),
+             ("repoll_hits", "repoll_hits"), ("lost_wakeups", "lost_wakeups"),
+             ("spurious_wakeups", "spurious_wakeups"), ("sleep_timeouts", "sleep_timeouts"),
+             ("mode_switches", "mode_switches")):
+    assert e[k] == rep[j], f"{k}: telemetry {e[k]}, report {rep[j]}"
+assert es["events"] == rep["events_delivered"], (es, rep["events_delivered"])
+print(f"ok: telemetry mid-run events {s['events']} in mode {s['mode']}; after the run events {e['events']}, "
+      f"sleeps {e['sleeps']}, wakeups {e['wakeups']} = the report; policy_state '{e['policy_state']}'")
+PY
