@@ -30,6 +30,8 @@ struct tx {
 	struct rte_ether_addr src;
 	uint64_t seq;
 	uint64_t retries;
+	uint64_t unsent; /* given up on: the port took nothing for STALL_S seconds */
+	bool failed;
 	/* --echo */
 	struct hist *rtt;
 	uint64_t returned;
@@ -135,22 +137,40 @@ build(struct tx *t, uint32_t flags, uint64_t tsc, uint64_t total)
 	return m;
 }
 
+/* Send all n, retrying a full Tx ring; after STALL_S seconds without
+ * progress (the receiver went away) give up: the rest are freed and
+ * counted unsent, and every later post is refused. */
+#define STALL_S 5
+
 static void
 transmit(struct tx *t, struct rte_mbuf **m, uint16_t n)
 {
 	uint16_t done = 0;
+	uint64_t stall_since = 0;
 
-	while (done < n) {
+	while (done < n && !t->failed) {
 		uint16_t k = rte_eth_tx_burst(t->port, 0, m + done, n - done);
 
 		if (k == 0) {
+			uint64_t now = rte_rdtsc();
+
 			t->retries++;
+			if (stall_since == 0)
+				stall_since = now;
+			else if (now - stall_since > STALL_S * rte_get_tsc_hz())
+				t->failed = true;
 			if (t->rtt != NULL)
 				echo_poll(t);
 			else
 				rte_pause();
+		} else {
+			stall_since = 0;
 		}
 		done += k;
+	}
+	if (done < n) {
+		t->unsent += n - done;
+		rte_pktmbuf_free_bulk(m + done, n - done);
 	}
 }
 
@@ -160,12 +180,23 @@ send_post(struct run *r, uint32_t n, uint64_t stamp)
 	struct tx *t = r->priv;
 	struct rte_mbuf *m[64];
 
-	while (n > 0) {
+	if (t->failed) {
+		t->unsent += n;
+		return;
+	}
+	while (n > 0 && !t->failed) {
 		uint16_t k = 0;
+		uint64_t stall_since = 0;
 
 		while (k < n && k < RTE_DIM(m)) {
 			m[k] = build(t, 0, stamp, 0);
 			if (m[k] == NULL) { /* pool empty: the receiver is behind */
+				if (stall_since == 0) {
+					stall_since = rte_rdtsc();
+				} else if (rte_rdtsc() - stall_since > STALL_S * rte_get_tsc_hz()) {
+					t->failed = true;
+					break;
+				}
 				if (t->rtt != NULL)
 					echo_poll(t);
 				else
@@ -178,6 +209,7 @@ send_post(struct run *r, uint32_t n, uint64_t stamp)
 		transmit(t, m, k);
 		n -= k;
 	}
+	t->unsent += n;
 	if (t->rtt != NULL)
 		echo_poll(t);
 }
@@ -258,32 +290,39 @@ send_mode(const struct opts *o)
 	if (o->echo) { /* the last ones are still on their way back */
 		uint64_t until = rte_rdtsc() + rte_get_tsc_hz() / 2;
 
-		while (t.returned < r->sent && rte_rdtsc() < until)
+		while (t.returned < r->sent - t.unsent && rte_rdtsc() < until)
 			echo_poll(&t);
 	}
 	end = NULL;
-	while (end == NULL) {
-		end = build(&t, TESTEVD_F_END, rte_rdtsc(), r->sent);
+	for (int i = 0; end == NULL && !t.failed && i < STALL_S * 1000; i++) {
+		end = build(&t, TESTEVD_F_END, rte_rdtsc(), r->sent - t.unsent);
 		if (end == NULL)
 			usleep(1000);
 	}
-	transmit(&t, &end, 1);
+	if (end != NULL)
+		transmit(&t, &end, 1);
+	if (t.failed || end == NULL) {
+		fprintf(stderr, "testevd: port %u took no packet for %d s: the receiver is gone? "
+			"%" PRIu64 " packets not sent\n", o->port, STALL_S, t.unsent);
+		rc = -EPIPE;
+	}
 	snprintf(res->policy, sizeof(res->policy), "-");
 	res->source = sink_ethdev.name;
 	res->pattern = o->pattern;
-	res->events_sent = r->sent;
+	res->events_sent = r->sent - t.unsent;
 	if (o->echo) {
 		res->events_delivered = t.returned;
-		res->events_lost = r->sent - t.returned;
+		res->events_lost = res->events_sent - t.returned;
 		res->echo = true;
 		res->rtt_over_5ms = t.slow;
 	}
 	res->wall_ns = (t1 - t0) * 1000 / (rte_get_tsc_hz() / 1000000);
 	res->runs = 1;
 	result_finish(res);
-	res->events_per_s = (double)r->sent / res->duration_s;
-	printf("  sent %" PRIu64 " packets in %.2f s (%.0f/s), %" PRIu64 " Tx retries, then END\n",
-	       r->sent, res->duration_s, res->events_per_s, t.retries);
+	res->events_per_s = (double)res->events_sent / res->duration_s;
+	printf("  sent %" PRIu64 " packets in %.2f s (%.0f/s), %" PRIu64 " Tx retries, %s\n",
+	       res->events_sent, res->duration_s, res->events_per_s, t.retries,
+	       rc == -EPIPE ? "no END (gave up)" : "then END");
 	if (o->echo) {
 		printf("  echo: %" PRIu64 " came back, %" PRIu64 " did not; round trip p50 %.1f us, "
 		       "p99 %.1f us, p99.9 %.1f us, max %.1f us; %" PRIu64 " over 5 ms\n",
