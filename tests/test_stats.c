@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests of stats: exact counts, reset, and reads while the loop runs. */
+#include <errno.h>
 #include <pthread.h>
 
 #include <evd.h>
@@ -144,10 +145,75 @@ test_read_while_running(void)
 	CHECK_EQ(evd_loop_destroy(l.loop), 0);
 }
 
+/* Mode transitions: recorded one per switch, in order, with the events
+ * count; a reader that falls behind loses the oldest and is told how many. */
+static void
+test_mode_trace(void)
+{
+	struct evd_loop_conf conf = { .policy = "intr", .max_sleep_us = 100 };
+	struct evd_mode_event ev[128];
+	struct evd_event e = { 0 };
+	struct evd_loop_stats st;
+	struct evd_loop *loop;
+	struct evd_source *r;
+	uint64_t cursor = 0, lost = 0;
+	int n;
+
+	CHECK_EQ(evd_loop_create(&conf, &loop), 0);
+	CHECK_EQ(evd_loop_trace_read(loop, &cursor, ev, 1, NULL), -ENODATA);
+	CHECK_EQ(evd_loop_trace_enable(loop, 100), -EINVAL);
+	CHECK_EQ(evd_loop_trace_enable(loop, 32), -EINVAL);
+	CHECK_EQ(evd_loop_trace_enable(loop, 64), 0);
+	CHECK_EQ(evd_ring_create("t", 64, test_nop, NULL, &r), 0);
+	CHECK_EQ(evd_loop_add(loop, r), 0);
+	/* intr: an empty step sleeps (bounded, 100 us) and comes back: two
+	 * transitions; a step with an event stays polling */
+	for (int i = 0; i < 10; i++) {
+		CHECK_EQ(evd_ring_post(r, &e), 0);
+		CHECK_EQ(evd_loop_step(loop), 1);
+		CHECK_EQ(evd_loop_step(loop), 0);
+	}
+	CHECK_EQ(evd_loop_stats_get(loop, &st), 0);
+	CHECK(st.mode_switches >= 20 && st.mode_switches <= 64);
+	n = evd_loop_trace_read(loop, &cursor, ev, 128, &lost);
+	CHECK_EQ(n, st.mode_switches);
+	CHECK_EQ(lost, 0);
+	CHECK_EQ(cursor, (uint64_t)n);
+	for (int i = 0; i < n; i++) {
+		CHECK(ev[i].mode < EVD_MODE_COUNT);
+		if (i > 0) {
+			CHECK(ev[i].mode != ev[i - 1].mode);
+			CHECK(ev[i].t_ns >= ev[i - 1].t_ns);
+			CHECK(ev[i].events >= ev[i - 1].events);
+		}
+	}
+	CHECK(ev[n - 1].events == 10);
+	CHECK_EQ(evd_loop_trace_read(loop, &cursor, ev, 128, &lost), 0); /* nothing new */
+	/* 60 more steps, unread: at least 120 transitions into a ring of 64 */
+	{
+		uint64_t before = cursor;
+
+		for (int i = 0; i < 60; i++)
+			CHECK_EQ(evd_loop_step(loop), 0);
+		CHECK_EQ(evd_loop_stats_get(loop, &st), 0);
+		CHECK(st.mode_switches - before >= 120);
+		n = evd_loop_trace_read(loop, &cursor, ev, 128, &lost);
+		CHECK_EQ(n, 64);
+		CHECK_EQ(lost, st.mode_switches - before - 64);
+		CHECK_EQ(cursor, st.mode_switches);
+	}
+	CHECK_EQ(evd_loop_trace_enable(loop, 0), 0);
+	CHECK_EQ(evd_loop_trace_read(loop, &cursor, ev, 1, NULL), -ENODATA);
+	CHECK_EQ(evd_loop_remove(loop, r), 0);
+	CHECK_EQ(evd_source_destroy(r), 0);
+	CHECK_EQ(evd_loop_destroy(loop), 0);
+}
+
 int
 main(void)
 {
 	TEST(test_exact_counts_and_reset);
 	TEST(test_read_while_running);
+	TEST(test_mode_trace);
 	return 0;
 }

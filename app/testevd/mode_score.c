@@ -209,20 +209,22 @@ score_json(FILE *f, const struct score *s, const char *trace, bool last)
 		(double)hist_pct(&s->lat, 0.999) / 1e3, s->switches, s->sleeps, last ? "" : ",");
 }
 
-/* --timeline: one CSV row per window of the trace's time. */
+/* --timeline: one row (or point) per window of the trace's time. */
 static int
-timeline_csv(const char *path, const struct score *s)
+timeline_out(const char *path, const struct score *s)
 {
-	FILE *f = fopen(path, "w");
+	double t[TL_WINDOWS], rate[TL_WINDOWS], cpu[TL_WINDOWS], asleep[TL_WINDOWS];
 	double w = s->tl_window_ns;
+	char title[TESTEVD_POLICY_MAX + 64];
 
-	if (f == NULL)
-		return -errno;
-	fprintf(f, "# policy %s\nt_s,arrivals_per_s,cpu_pct,sleep_pct\n", s->policy);
-	for (int i = 0; i < TL_WINDOWS; i++)
-		fprintf(f, "%.6f,%.1f,%.3f,%.3f\n", i * w / 1e9, (double)s->tl_arrivals[i] * 1e9 / w,
-			100.0 * RTE_MIN(s->tl_cpu[i] / w, 1.0), 100.0 * RTE_MIN(s->tl_sleep[i] / w, 1.0));
-	return fclose(f) == 0 ? 0 : -EIO;
+	for (int i = 0; i < TL_WINDOWS; i++) {
+		t[i] = i * w / 1e9;
+		rate[i] = (double)s->tl_arrivals[i] * 1e9 / w;
+		cpu[i] = 100.0 * RTE_MIN(s->tl_cpu[i] / w, 1.0);
+		asleep[i] = 100.0 * RTE_MIN(s->tl_sleep[i] / w, 1.0);
+	}
+	snprintf(title, sizeof(title), "policy %s, --score (virtual time)", s->policy);
+	return timeline_write(path, title, TL_WINDOWS, t, rate, cpu, asleep);
 }
 
 static int
@@ -279,7 +281,7 @@ score_mode(const struct opts *o)
 		}
 	}
 	if (rc >= 0 && o->timeline != NULL) {
-		rc = timeline_csv(o->timeline, &s[0]); /* adaptive comes first in --compare */
+		rc = timeline_out(o->timeline, &s[0]); /* adaptive comes first in --compare */
 		if (rc < 0)
 			fprintf(stderr, "testevd: --timeline %s: %s\n", o->timeline, strerror(-rc));
 	}

@@ -67,8 +67,10 @@ testevd_usage(FILE *f, const char *prog)
 		"                    pareto:alpha=A,mean_us=M, periodic:period_us=P,jitter_us=J, day\n"
 		"  --speedup X       divide every gap of the trace by X (default 1)\n"
 		"  --events N        arrivals a generator makes (default 100000)\n"
-		"  --timeline FILE   --score: write the policy's run (adaptive's with --compare)\n"
-		"                    as CSV, 200 windows: arrivals/s, CPU %%, time asleep %%\n"
+		"  --timeline FILE   write the run as a timeline: events/s, CPU %%, time asleep %%;\n"
+		"                    SVG if FILE ends in .svg, else CSV. Real runs: every 100 ms,\n"
+		"                    from the loop's recorded mode transitions; --score: 200\n"
+		"                    windows of the trace (adaptive's run with --compare)\n"
 		"  --save-calibration FILE  measure B and L(g) on this machine and write them\n"
 		"  --calibration FILE  use B and L(g) from FILE (as --save-calibration wrote\n"
 		"                    it) instead of measuring: comparable --score runs\n"
@@ -365,8 +367,8 @@ testevd_parse_opts(int argc, char **argv, struct opts *o)
 			   "or --compare%s", "");
 	if (o->calibration != NULL && o->save_calibration != NULL)
 		return bad(prog, "--calibration loads, --save-calibration measures: give one%s", "");
-	if (o->timeline != NULL && !o->score)
-		return bad(prog, "--timeline applies to --score only%s", "");
+	if (o->timeline != NULL && (o->compare || o->send || o->raw_epoll))
+		return bad(prog, "--timeline draws one run: not with --compare, --send or --raw-epoll%s", "");
 	if (o->echo && !o->send)
 		return bad(prog, "--echo applies to --send only%s", "");
 	if (o->peer_pid_file != NULL && !o->echo)

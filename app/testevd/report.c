@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Latency histogram, the human-readable table and the JSON report. */
 #include <errno.h>
+#include <math.h>
 #include <inttypes.h>
 #include <string.h>
 
@@ -216,4 +217,70 @@ report_json(const char *path, const struct result *r, unsigned int n, bool array
 	if (f != stdout && fclose(f) != 0 && rc == 0)
 		rc = -errno;
 	return rc;
+}
+
+/* ---- timelines (--timeline): CSV, or SVG when the name ends in .svg ---- */
+
+static bool
+ends_with(const char *s, const char *suffix)
+{
+	size_t a = strlen(s), b = strlen(suffix);
+
+	return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+static void
+svg_series(FILE *f, const char *name, const char *color, unsigned int n, const double *t,
+	   const double *y, double tmax, int row)
+{
+	const double x0 = 70, x1 = 880, h = 130, top = 40 + row * (h + 25);
+	double ymax = 0;
+
+	for (unsigned int i = 0; i < n; i++)
+		ymax = fmax(ymax, y[i]);
+	if (ymax <= 0)
+		ymax = 1;
+	fprintf(f, "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" "
+		"stroke=\"#999\"/>\n", x0, top, x1 - x0, h);
+	fprintf(f, "<text x=\"5\" y=\"%.0f\" fill=\"%s\">%s</text>\n", top + h / 2, color, name);
+	fprintf(f, "<text x=\"%.0f\" y=\"%.0f\">%.4g</text><text x=\"%.0f\" y=\"%.0f\">0</text>\n",
+		x0 + 3, top + 11, ymax, x0 + 3, top + h - 3);
+	fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"", color);
+	for (unsigned int i = 0; i < n; i++)
+		fprintf(f, "%.1f,%.1f ", x0 + (x1 - x0) * t[i] / tmax, top + h - h * y[i] / ymax);
+	fprintf(f, "\"/>\n");
+}
+
+int
+timeline_write(const char *path, const char *title, unsigned int n, const double *t_s,
+	       const double *rate, const double *cpu_pct, const double *sleep_pct)
+{
+	FILE *f = fopen(path, "w");
+	double tmax = n > 0 ? t_s[n - 1] : 1;
+
+	if (f == NULL)
+		return -errno;
+	if (n > 1)
+		tmax += t_s[1] - t_s[0];
+	if (tmax <= 0)
+		tmax = 1;
+	if (!ends_with(path, ".svg")) {
+		fprintf(f, "# %s\nt_s,arrivals_per_s,cpu_pct,sleep_pct\n", title);
+		for (unsigned int i = 0; i < n; i++)
+			fprintf(f, "%.6f,%.1f,%.3f,%.3f\n", t_s[i], rate[i], cpu_pct[i], sleep_pct[i]);
+	} else {
+		fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"900\" height=\"520\" "
+			"font-family=\"sans-serif\" font-size=\"11\">\n"
+			"<rect width=\"900\" height=\"520\" fill=\"white\"/>\n"
+			"<text x=\"10\" y=\"20\" font-size=\"13\">");
+		for (const char *c = title; *c; c++) /* escape for XML */
+			fputs(*c == '<' ? "&lt;" : *c == '>' ? "&gt;" : *c == '&' ? "&amp;" : (char[2]){ *c, 0 },
+			      f);
+		fprintf(f, " (x: time, 0 to %.3g s)</text>\n", tmax);
+		svg_series(f, "events/s", "#1f77b4", n, t_s, rate, tmax, 0);
+		svg_series(f, "CPU %", "#d62728", n, t_s, cpu_pct, tmax, 1);
+		svg_series(f, "asleep %", "#2ca02c", n, t_s, sleep_pct, tmax, 2);
+		fprintf(f, "</svg>\n");
+	}
+	return fclose(f) == 0 ? 0 : -EIO;
 }

@@ -178,6 +178,89 @@ run_in_flight(const struct run *r)
 	       __atomic_load_n(&r->delivered, __ATOMIC_RELAXED);
 }
 
+/* --timeline: drain the loop's mode transitions and take one sample of
+ * (time, CPU, delivered); the monitor does it every 100 ms. */
+static void
+timeline_sample(struct run *r)
+{
+	struct evd_loop_stats st;
+	int n;
+
+	if (r->o->timeline == NULL)
+		return;
+	do {
+		if (r->tl_n + 256 > r->tl_cap) {
+			size_t cap = r->tl_cap ? r->tl_cap * 2 : 4096;
+			struct evd_mode_event *a = realloc(r->tl_ev, cap * sizeof(*a));
+
+			if (a == NULL)
+				return;
+			r->tl_ev = a;
+			r->tl_cap = cap;
+		}
+		n = evd_loop_trace_read(r->loop, &r->tl_cursor, r->tl_ev + r->tl_n, 256, &r->tl_lost);
+		if (n > 0)
+			r->tl_n += (size_t)n;
+	} while (n == 256);
+	if (r->tl_sn == r->tl_scap) {
+		size_t cap = r->tl_scap ? r->tl_scap * 2 : 1024;
+		struct tl_sample *a = realloc(r->tl_s, cap * sizeof(*a));
+
+		if (a == NULL)
+			return;
+		r->tl_s = a;
+		r->tl_scap = cap;
+	}
+	evd_loop_stats_get(r->loop, &st);
+	r->tl_s[r->tl_sn++] = (struct tl_sample){ now_ns(), st.cpu_ns,
+						   __atomic_load_n(&r->delivered, __ATOMIC_RELAXED) };
+}
+
+/* Per window between two samples: events/s, CPU %, and the time asleep
+ * from the transitions. */
+static int
+timeline_finish(struct run *r, const char *policy)
+{
+	size_t nw = r->tl_sn > 1 ? r->tl_sn - 1 : 0, k = 0;
+	double *t = calloc(nw + 1, sizeof(double)), *rate = calloc(nw + 1, sizeof(double));
+	double *cpu = calloc(nw + 1, sizeof(double)), *asleep = calloc(nw + 1, sizeof(double));
+	uint32_t mode = EVD_MODE_POLL;
+	char title[TESTEVD_POLICY_MAX + 96];
+	int rc = -ENOMEM;
+
+	if (t != NULL && rate != NULL && cpu != NULL && asleep != NULL) {
+		for (size_t w = 0; w < nw; w++) {
+			const struct tl_sample *a = &r->tl_s[w], *b = &r->tl_s[w + 1];
+			double dt = (double)(b->t_ns - a->t_ns);
+			uint64_t at = a->t_ns, slept = 0;
+
+			/* walk the transitions inside [a, b) */
+			while (k < r->tl_n && r->tl_ev[k].t_ns < b->t_ns) {
+				uint64_t ts = RTE_MAX(r->tl_ev[k].t_ns, a->t_ns);
+
+				if (mode == EVD_MODE_SLEEP && ts > at)
+					slept += ts - at;
+				at = RTE_MAX(at, ts);
+				mode = r->tl_ev[k++].mode;
+			}
+			if (mode == EVD_MODE_SLEEP && b->t_ns > at)
+				slept += b->t_ns - at;
+			t[w] = (double)(a->t_ns - r->tl_s[0].t_ns) / 1e9;
+			rate[w] = dt > 0 ? (double)(b->delivered - a->delivered) * 1e9 / dt : 0;
+			cpu[w] = dt > 0 ? 100.0 * (double)(b->cpu_ns - a->cpu_ns) / dt : 0;
+			asleep[w] = dt > 0 ? fmin(100.0, 100.0 * (double)slept / dt) : 0;
+		}
+		snprintf(title, sizeof(title), "policy %s, %s, real time, %zu transitions%s", policy,
+			 r->kind->name, r->tl_n, r->tl_lost ? " (some lost)" : "");
+		rc = timeline_write(r->o->timeline, title, (unsigned int)nw, t, rate, cpu, asleep);
+	}
+	free(t);
+	free(rate);
+	free(cpu);
+	free(asleep);
+	return rc;
+}
+
 static const char *const mode_names[] = { "poll", "pause", "sleep" };
 
 static void *
@@ -188,11 +271,15 @@ monitor(void *arg)
 	uint64_t t_prev = now_ns(), d_prev = 0;
 
 	evd_loop_stats_get(r->loop, &prev);
+	timeline_sample(r);
 	while (!__atomic_load_n(&r->done, __ATOMIC_ACQUIRE)) {
 		uint64_t t, d;
 		double dt;
 
-		usleep(250000);
+		usleep(r->o->timeline != NULL ? 100000 : 250000);
+		timeline_sample(r);
+		if (!r->o->progress)
+			continue;
 		t = now_ns();
 		d = __atomic_load_n(&r->delivered, __ATOMIC_RELAXED);
 		evd_loop_stats_get(r->loop, &st);
@@ -208,8 +295,10 @@ monitor(void *arg)
 		t_prev = t;
 		d_prev = d;
 	}
-	fprintf(stdout, "\r%*s\r", 110, "");
-	fflush(stdout);
+	if (r->o->progress) {
+		fprintf(stdout, "\r%*s\r", 110, "");
+		fflush(stdout);
+	}
 	return NULL;
 }
 
@@ -282,6 +371,11 @@ run_pattern(const struct opts *o, const char *policy, struct result *res)
 	rc = evd_loop_create(&conf, &r->loop);
 	if (rc < 0)
 		goto out;
+	if (o->timeline != NULL) {
+		rc = evd_loop_trace_enable(r->loop, 1u << 16);
+		if (rc < 0)
+			goto out_loop;
+	}
 	rc = r->kind->open(r);
 	if (rc < 0)
 		goto out_loop;
@@ -295,7 +389,8 @@ run_pattern(const struct opts *o, const char *policy, struct result *res)
 		goto out_close;
 	}
 	/* no progress line if the monitor cannot start; not fatal */
-	have_mon = o->progress && pthread_create(&mon, &attr, monitor, r) == 0;
+	have_mon = (o->progress || o->timeline != NULL) &&
+		   pthread_create(&mon, &attr, monitor, r) == 0;
 	pthread_attr_destroy(&attr);
 	rc = evd_loop_run(r->loop);
 	t1 = now_ns();
@@ -303,6 +398,14 @@ run_pattern(const struct opts *o, const char *policy, struct result *res)
 	if (have_mon) {
 		__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
 		pthread_join(mon, NULL);
+	}
+	if (o->timeline != NULL) {
+		int trc;
+
+		timeline_sample(r);
+		trc = timeline_finish(r, policy);
+		if (trc < 0)
+			fprintf(stderr, "testevd: --timeline %s: %s\n", o->timeline, strerror(-trc));
 	}
 	/* Whatever the drain left behind is counted as lost, never hidden. */
 	evd_loop_stats_get(r->loop, &st);
@@ -339,6 +442,8 @@ out_close:
 out_loop:
 	evd_loop_destroy(r->loop);
 out:
+	free(r->tl_ev);
+	free(r->tl_s);
 	free(r);
 	return rc;
 }

@@ -49,6 +49,12 @@ struct run {
 	uint64_t remote_total; /* remote sender: packets it sent */
 	int remote_done;       /* atomic: remote_total is known and all arrived */
 	int done;       /* atomic: monitor stops */
+	/* --timeline (monitor thread, then the caller after the join) */
+	struct evd_mode_event *tl_ev;
+	size_t tl_n, tl_cap;
+	uint64_t tl_cursor, tl_lost;
+	struct tl_sample { uint64_t t_ns, cpu_ns, delivered; } *tl_s;
+	size_t tl_sn, tl_scap;
 };
 
 /* Loop thread: one event stamped `stamp` arrived at TSC `now`. */

@@ -219,6 +219,36 @@ int evd_loop_stats_get(struct evd_loop *loop, struct evd_loop_stats *st);
  */
 int evd_loop_stats_reset(struct evd_loop *loop);
 
+/** One mode transition, as recorded after evd_loop_trace_enable(). */
+struct evd_mode_event {
+	uint64_t t_ns;   /**< Loop clock at the transition. */
+	uint64_t events; /**< Completions the loop had handed out by then (since creation). */
+	uint32_t mode;   /**< The mode entered (enum evd_mode). */
+	uint32_t reserved;
+};
+
+/**
+ * Record every mode transition of the loop in a ring of @p entries (a power
+ * of two, 64..16777216; 0 turns recording off and frees the ring). The loop
+ * thread writes one entry per transition (no lock, no syscall); any thread
+ * reads them with evd_loop_trace_read(), e.g. to draw a timeline. Control
+ * path: not while the loop runs.
+ * @return 0; -EINVAL (NULL, or entries not a power of two in range);
+ *   -EBUSY (the loop runs); -ENOMEM.
+ */
+int evd_loop_trace_enable(struct evd_loop *loop, uint32_t entries);
+
+/**
+ * Copy the transitions recorded since *cursor (start at 0) into out, at most
+ * max, oldest first, and advance *cursor. Any thread, while the loop runs.
+ * Entries the loop overwrote before they were read are skipped and counted
+ * in *lost (may be NULL).
+ * @return the number copied; -EINVAL (NULL arguments); -ENODATA (recording
+ *   is off).
+ */
+int evd_loop_trace_read(struct evd_loop *loop, uint64_t *cursor, struct evd_mode_event *out,
+			unsigned int max, uint64_t *lost);
+
 /** Read a source's stats; same rules as evd_loop_stats_get(). */
 int evd_source_stats_get(struct evd_source *src, struct evd_source_stats *st);
 

@@ -76,7 +76,80 @@ set_mode(struct evd_loop *loop, uint32_t mode, uint64_t now)
 		EVD_STAT_ADD(loop->stats.mode_switches, 1);
 		__atomic_store_n(&loop->stats.mode, mode, __ATOMIC_RELAXED);
 		loop->mode = mode;
+		if (loop->trace != NULL) {
+			struct evd_mode_event *e = &loop->trace[loop->trace_head & loop->trace_mask];
+
+			__atomic_store_n(&e->t_ns, now, __ATOMIC_RELAXED);
+			__atomic_store_n(&e->events, loop->stats.events, __ATOMIC_RELAXED);
+			__atomic_store_n(&e->mode, mode, __ATOMIC_RELAXED);
+			__atomic_store_n(&loop->trace_head, loop->trace_head + 1, __ATOMIC_RELEASE);
+		}
 	}
+}
+
+int
+evd_loop_trace_enable(struct evd_loop *loop, uint32_t entries)
+{
+	struct evd_mode_event *ring = NULL;
+
+	if (loop == NULL || (entries != 0 && (entries < 64 || entries > (1u << 24) ||
+					      (entries & (entries - 1)) != 0)))
+		return -EINVAL;
+	if (__atomic_load_n(&loop->running, __ATOMIC_ACQUIRE))
+		return -EBUSY;
+	if (entries != 0) {
+		ring = calloc(entries, sizeof(*ring));
+		if (ring == NULL)
+			return -ENOMEM;
+	}
+	free(loop->trace);
+	loop->trace = ring;
+	loop->trace_mask = entries ? entries - 1 : 0;
+	__atomic_store_n(&loop->trace_head, 0, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int
+evd_loop_trace_read(struct evd_loop *loop, uint64_t *cursor, struct evd_mode_event *out,
+		    unsigned int max, uint64_t *lost)
+{
+	uint64_t head, size, from, n, head2;
+
+	if (loop == NULL || cursor == NULL || (out == NULL && max > 0))
+		return -EINVAL;
+	if (loop->trace == NULL)
+		return -ENODATA;
+	size = (uint64_t)loop->trace_mask + 1;
+	head = __atomic_load_n(&loop->trace_head, __ATOMIC_ACQUIRE);
+	from = *cursor;
+	if (from > head)
+		from = head; /* a cursor from before a re-enable */
+	if (head - from > size)
+		from = head - size;
+	n = RTE_MIN(head - from, (uint64_t)max);
+	for (uint64_t i = 0; i < n; i++) {
+		const struct evd_mode_event *e = &loop->trace[(from + i) & loop->trace_mask];
+
+		out[i].t_ns = __atomic_load_n(&e->t_ns, __ATOMIC_RELAXED);
+		out[i].events = __atomic_load_n(&e->events, __ATOMIC_RELAXED);
+		out[i].mode = __atomic_load_n(&e->mode, __ATOMIC_RELAXED);
+		out[i].reserved = 0;
+	}
+	/* entries the loop may have overwritten while we copied them are torn:
+	 * drop them */
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	head2 = __atomic_load_n(&loop->trace_head, __ATOMIC_ACQUIRE);
+	if (head2 > size && head2 - size > from) {
+		uint64_t bad = RTE_MIN(head2 - size - from, n);
+
+		memmove(out, out + bad, (size_t)(n - bad) * sizeof(*out));
+		n -= bad;
+		from += bad;
+	}
+	if (lost != NULL)
+		*lost += from - RTE_MIN(*cursor, from);
+	*cursor = from + n;
+	return (int)n;
 }
 
 static void
@@ -190,6 +263,7 @@ evd_loop_destroy(struct evd_loop *loop)
 	close(loop->epfd);
 	close(loop->stop_fd);
 	free(loop->src);
+	free(loop->trace);
 	free(loop);
 	return 0;
 }

@@ -117,6 +117,11 @@ struct evd_loop {
 	uint64_t rounds;
 	uint64_t cpu_last;  /* thread CPU clock at the last sample, 0: none */
 
+	/* mode transitions (evd_loop_trace_enable): written by the loop thread */
+	struct evd_mode_event *trace;
+	uint32_t trace_mask;
+	uint64_t trace_head;              /* atomic: entries written */
+
 	struct evd_loop_stats stats;      /* written by the loop thread only */
 	struct evd_loop_stats stats_base; /* baseline from the last reset */
 };
