@@ -7,13 +7,14 @@ build=${EVD_BUILD_DIR:-$top/build}
 
 # Debian packages the build and the tests need.
 packages=(build-essential meson ninja-build pkg-config libdpdk-dev dpdk-dev libibverbs-dev libpcap-dev python3
-	spin clang libclang-rt-14-dev cppcheck)
+	spin clang libclang-rt-14-dev cppcheck doxygen)
 
 have_all() {
 	command -v cc >/dev/null && command -v meson >/dev/null && command -v ninja >/dev/null &&
 		command -v pkg-config >/dev/null && command -v python3 >/dev/null &&
 		command -v spin >/dev/null && command -v clang >/dev/null &&
 		command -v cppcheck >/dev/null && command -v dpdk-telemetry.py >/dev/null &&
+		command -v doxygen >/dev/null &&
 		compgen -G "/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a" >/dev/null &&
 		pkg-config --exists libdpdk && pkg-config --exists libibverbs
 }

@@ -224,7 +224,7 @@ struct evd_mode_event {
 	uint64_t t_ns;   /**< Loop clock at the transition. */
 	uint64_t events; /**< Completions the loop had handed out by then (since creation). */
 	uint32_t mode;   /**< The mode entered (enum evd_mode). */
-	uint32_t reserved;
+	uint32_t reserved; /**< 0. */
 };
 
 /**
@@ -318,7 +318,12 @@ unsigned int evd_ring_count(const struct evd_source *ring);
  * is readable (or matches @p events); it must consume what it wants.
  * The fd stays owned by the caller. While idle, readiness wakes the loop.
  *
+ * @param name    For logs and stats (NULL: "fd").
+ * @param fd      The fd to watch; it stays the caller's.
  * @param events  epoll events to watch (0 gives EPOLLIN).
+ * @param handler Called on the loop thread while the fd is ready.
+ * @param arg     The handler's last argument.
+ * @param out     The new source, to evd_loop_add().
  * @return 0; -EINVAL for a negative fd or NULL handler; -ENOMEM.
  */
 int evd_fd_create(const char *name, int fd, uint32_t events, evd_handler_t handler, void *arg,
@@ -336,9 +341,12 @@ typedef void (*evd_timer_cb_t)(struct evd_loop *loop, struct evd_timer *t, void 
  * Start a timer on the loop. Loop thread only (or while not running).
  * A sleep never overshoots the earliest timer deadline.
  *
+ * @param loop       The loop whose thread runs the callback.
  * @param after_ns   First expiry, from now (loop clock).
  * @param period_ns  0 for one-shot, else the period (no drift: deadlines
  *                   are first + k * period; missed periods are skipped).
+ * @param cb         Called on the loop thread at each expiry.
+ * @param arg        The callback's last argument.
  * @param out        Receives the handle (may be NULL for a one-shot you never cancel).
  * @return 0; -EINVAL; -ENOMEM.
  */

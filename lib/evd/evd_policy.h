@@ -80,13 +80,14 @@ enum evd_wake_reason {
 
 /** One KEY=VALUE of a spec, as given to a policy's create. */
 struct evd_policy_param {
-	const char *key;
-	uint64_t value;
+	const char *key; /**< The key, [a-z0-9_]+. */
+	uint64_t value;  /**< Its value (unsigned decimal in the spec). */
 };
 
-/** Facts about the machine a policy may use, measured once per process. */
+/** Points at which the wake latency L(g) is measured. */
 #define EVD_ENV_WAKE_POINTS 4
 
+/** Facts about the machine a policy may use, measured once per process. */
 struct evd_policy_env {
 	uint64_t sleep_wake_ns; /**< B: median cost of arm + sleep + wake by eventfd + ack. */
 	/** Gaps at which the wake latency was measured: 10 us, 100 us, 1 ms, 10 ms. */
@@ -100,6 +101,7 @@ double evd_policy_env_wake_ns(const struct evd_policy_env *env, uint64_t g);
 
 /** A policy. All callbacks but decide are optional. */
 struct evd_policy_ops {
+	/** Its name in specs: [a-z0-9_-]+, shorter than EVD_NAME_MAX. */
 	const char *name;
 	/**
 	 * Parse params and allocate state. Return -EINVAL (after logging the key)
@@ -107,6 +109,7 @@ struct evd_policy_ops {
 	 */
 	int (*create)(const struct evd_policy_param *params, unsigned int n,
 		      const struct evd_policy_env *env, void **state);
+	/** Free the state create() made. */
 	void (*destroy)(void *state);
 	/** Decide after an empty round; set *arg_ns for PAUSE and SLEEP. */
 	enum evd_action (*decide)(void *state, const struct evd_policy_input *in, uint64_t *arg_ns);

@@ -44,11 +44,17 @@ extern "C" {
 /** Operations of a source. Missing optional ops mean "not supported". */
 struct evd_source_ops {
 	const char *kind; /**< Short driver name for logs ("ring", "fd", "ibv_cq", ...). */
+	/** Deliver up to @p budget completions to the handler; return how many (< 0: error). */
 	int (*poll)(struct evd_source *src, uint16_t budget);
+	/** Request a notification on fd() for the next completion (0; -ENOTSUP: always armed). */
 	int (*arm)(struct evd_source *src);
+	/** Withdraw the request, where the device can (optional). */
 	int (*disarm)(struct evd_source *src);
+	/** The fd that becomes readable on a notification (-ENOTSUP: poll-only). */
 	int (*fd)(const struct evd_source *src);
+	/** Consume the notification after a wake (0; -EAGAIN: none there). */
 	int (*ack)(struct evd_source *src);
+	/** Free the source (evd_source_destroy()). */
 	void (*close)(struct evd_source *src);
 };
 
@@ -57,19 +63,19 @@ struct evd_source_ops {
  * evd_source_init(); the fields below the line are the loop's.
  */
 struct evd_source {
-	const struct evd_source_ops *ops;
-	evd_handler_t handler;
-	void *handler_arg;
-	char name[EVD_NAME_MAX];
+	const struct evd_source_ops *ops; /**< The driver's operations. */
+	evd_handler_t handler;            /**< Called with each burst of completions. */
+	void *handler_arg;                /**< The handler's last argument. */
+	char name[EVD_NAME_MAX];          /**< For logs, stats and telemetry. */
 	uint32_t epoll_events; /**< Events to watch on fd() (EPOLLIN if 0). */
 	/* ---- owned by the loop ---- */
-	struct evd_loop *loop;
+	struct evd_loop *loop;  /**< The loop it is in, or NULL. */
 	uint32_t index;        /**< Slot in the loop's source table. */
 	uint8_t armed;         /**< 1: armed by its arm op; 2: always armed (level fd). */
 	uint8_t woken;         /**< Its fd was ready in the last wake. */
 	uint8_t removing;      /**< Removal requested from a handler. */
-	uint8_t has_fd;
-	int notify_fd;
+	uint8_t has_fd;        /**< It has a notification fd (else poll-only). */
+	int notify_fd;         /**< That fd, in the loop's epoll set; -1 if none. */
 	uint64_t events_at_sleep; /**< stats.events when the loop last went to sleep. */
 	struct evd_source_stats stats;      /**< Written by the loop thread (and by producers for `full`). */
 	struct evd_source_stats stats_base; /**< Baseline recorded by a reset. */
