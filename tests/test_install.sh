@@ -40,4 +40,20 @@ LD_LIBRARY_PATH="$libdir" "$tmp/app"
 cc -Wall -Werror -o "$tmp/app_static" "$tmp/app.c" $(pkg-config --cflags libevd) \
 	"$libdir/libevd.a" $(pkg-config --libs libdpdk) -pthread -lm
 "$tmp/app_static"
+# the examples, each with its own Makefile, against the staged packages
+for pcf in "$pc"/libevd_*.pc; do
+	[ -f "$pcf" ] && sed -i "s|^prefix=.*|prefix=$tmp/root$prefix|" "$pcf"
+done
+if [ -f "$pc/libevd_net_ethdev.pc" ]; then
+	src=$(cd "$(dirname "$0")/.." && pwd)
+	for ex in fwd-busy fwd-evd; do
+		cp -r "$src/examples/$ex" "$tmp/$ex"
+		rm -rf "$tmp/$ex/build"
+		make -s -C "$tmp/$ex" >/dev/null
+		[ -x "$tmp/$ex/build/$ex" ] || { echo "FAIL: examples/$ex did not build out of tree"; exit 1; }
+		LD_LIBRARY_PATH="$libdir" ldd "$tmp/$ex/build/$ex" | grep -q "not found" &&
+			{ echo "FAIL: examples/$ex: unresolved libraries"; exit 1; }
+	done
+	echo "ok: examples/fwd-busy and examples/fwd-evd build out of tree with their Makefiles"
+fi
 echo "ok: installed libevd builds and runs a DPDK app, shared and static"

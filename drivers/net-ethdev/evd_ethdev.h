@@ -18,7 +18,7 @@
  * mlx5's that the PMD consumes itself): the queue is attached with
  * rte_eth_dev_rx_intr_ctl_q() to an epoll instance private to the source,
  * which sits in the loop's own epoll set; acknowledging a wake is one
- * rte_epoll_wait() on it with a zero timeout (doc/net-ethdev.md says why).
+ * rte_epoll_wait() on it with a zero timeout (doc/guides/net-ethdev.md says why).
  *
  * - The port must be configured with intr_conf.rxq = 1 for interrupts;
  *   otherwise, or when the PMD has none (ring, null, memif, af_packet), the

@@ -96,7 +96,7 @@ enum evd_mode {
 	EVD_MODE_COUNT
 };
 
-/** Counters of a loop. See doc/guide.md for the exact meaning of each. */
+/** Counters of a loop. See doc/guides/concepts.md for the exact meaning of each. */
 struct evd_loop_stats {
 	uint64_t polls;            /**< Source polls (one per source per round). */
 	uint64_t empty_polls;      /**< Source polls that found nothing. */

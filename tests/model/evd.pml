@@ -2,7 +2,7 @@
  * SPDX-License-Identifier: BSD-3-Clause
  *
  * A Promela model of evd's loop and its sources, for spin.
- * doc/model.md maps each step to the C function that implements it.
+ * doc/guides/model.md maps each step to the C function that implements it.
  *
  * Sources:
  *   S  a strict (IBTA) CQ: an event only for completions added after the arm
