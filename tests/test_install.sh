@@ -12,6 +12,9 @@ pc=$(dirname "$(find "$tmp/root" -name libevd.pc | head -1)")
 for h in evd.h evd_source.h evd_policy.h; do
 	[ -n "$(find "$tmp/root" -path "*/include/evd/$h")" ] || { echo "FAIL: $h not installed"; exit 1; }
 done
+if [ -n "$(find "$tmp/root" -name testevd -type f)" ]; then
+	[ -n "$(find "$tmp/root" -path "*/man1/testevd.1")" ] || { echo "FAIL: testevd installed without its man page"; exit 1; }
+fi
 cat >"$tmp/app.c" <<'C'
 #include <stdio.h>
 #include <rte_eal.h>
