@@ -103,7 +103,6 @@ tm_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 {
 	struct evd_loop_stats st;
 	struct evd_loop *l;
-	char learned[RTE_TEL_MAX_STRING_LEN];
 
 	RTE_SET_USED(cmd);
 	evd__registry_lock();
@@ -139,6 +138,8 @@ tm_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 	rte_tel_data_add_dict_u64(d, "pause_ns", st.mode_ns[EVD_MODE_PAUSE]);
 	rte_tel_data_add_dict_u64(d, "sleep_ns", st.mode_ns[EVD_MODE_SLEEP]);
 	if (l->policy.ops->describe != NULL) {
+		char learned[RTE_TEL_MAX_STRING_LEN];
+
 		learned[0] = '\0';
 		l->policy.ops->describe(l->policy.state, learned, sizeof(learned));
 		rte_tel_data_add_dict_string(d, "policy_state", learned);
