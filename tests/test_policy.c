@@ -237,6 +237,9 @@ struct every {
 	uint64_t k;
 	uint64_t decided;
 	uint64_t wakes;
+	/* on_source_events: calls, and the completions told per source id */
+	uint64_t src_calls;
+	uint64_t src_n[4];
 };
 
 static struct every *last_every;
@@ -286,12 +289,24 @@ every_wake(void *st, uint64_t now, uint64_t slept, enum evd_wake_reason why)
 	((struct every *)st)->wakes++;
 }
 
+static void
+every_source_events(void *st, uint64_t now, uint32_t id, uint32_t n)
+{
+	struct every *e = st;
+
+	(void)now;
+	e->src_calls++;
+	if (id < 4)
+		e->src_n[id] += n;
+}
+
 static const struct evd_policy_ops every_ops = {
 	.name = "every",
 	.create = every_create,
 	.destroy = every_destroy,
 	.decide = every_decide,
 	.on_wake = every_wake,
+	.on_source_events = every_source_events,
 };
 
 static void
@@ -314,6 +329,41 @@ test_user_policy(void)
 	CHECK_EQ(last_every->decided, 6);
 	CHECK_EQ(st.sleeps, 2);      /* rounds 3 and 6 */
 	CHECK_EQ(last_every->wakes, 2);
+	/* per-source events: told only with more than one source, per source id */
+	{
+		struct evd_source *a, *b;
+		struct evd_event ev[5] = { 0 };
+
+		CHECK_EQ(evd_ring_create("a", 16, test_nop, NULL, &a), 0);
+		CHECK_EQ(evd_ring_create("b", 16, test_nop, NULL, &b), 0);
+		CHECK_EQ(evd_loop_add(loop, a), 0);     /* id 0 */
+		CHECK_EQ(evd_ring_post_burst(a, ev, 2), 2);
+		CHECK_EQ(evd_loop_step(loop), 2);
+		CHECK_EQ(last_every->src_calls, 0);     /* one source: on_events only */
+		CHECK_EQ(evd_loop_add(loop, b), 0);     /* id 1 */
+		CHECK_EQ(evd_ring_post_burst(a, ev, 3), 3);
+		CHECK_EQ(evd_ring_post_burst(b, ev, 5), 5);
+		CHECK_EQ(evd_loop_step(loop), 8);
+		CHECK_EQ(last_every->src_calls, 2);
+		CHECK_EQ(last_every->src_n[0], 3);
+		CHECK_EQ(last_every->src_n[1], 5);
+		CHECK_EQ(evd_ring_post_burst(b, ev, 1), 1);
+		CHECK_EQ(evd_loop_step(loop), 1);
+		CHECK_EQ(last_every->src_calls, 3);     /* only the source that had some */
+		CHECK_EQ(last_every->src_n[1], 6);
+		CHECK_EQ(evd_loop_remove(loop, a), 0);
+		CHECK_EQ(evd_loop_remove(loop, b), 0);
+		CHECK_EQ(evd_loop_add(loop, a), 0);     /* a new id: 2, never reused */
+		CHECK_EQ(evd_loop_add(loop, b), 0);     /* 3 */
+		CHECK_EQ(evd_ring_post_burst(a, ev, 4), 4);
+		CHECK_EQ(evd_loop_step(loop), 4);
+		CHECK_EQ(last_every->src_n[2], 4);
+		CHECK_EQ(last_every->src_n[0], 3);
+		CHECK_EQ(evd_loop_remove(loop, a), 0);
+		CHECK_EQ(evd_loop_remove(loop, b), 0);
+		CHECK_EQ(evd_source_destroy(a), 0);
+		CHECK_EQ(evd_source_destroy(b), 0);
+	}
 	CHECK_EQ(evd_loop_destroy(loop), 0);
 	conf.policy = "every:k=0";
 	CHECK_EQ(evd_loop_create(&conf, &loop), -EINVAL);
@@ -376,6 +426,61 @@ test_adaptive_prewake(void)
 	CHECK_EQ(evd_policy_create("adaptive:prewake=2", &(struct evd_policy *){ NULL }), -EINVAL);
 }
 
+/* Per source: a periodic source (10 ms, +-2 us) and a random one (mean
+ * 3 ms) in one loop. Told per source, adaptive finds the periodic one and
+ * sleeps until just before its next arrival; told only the loop's gaps (the
+ * mixture is not periodic) it sleeps unbounded. */
+static void
+prewake_mixed(bool per_source, uint64_t *arg_out, uint64_t *now_out, uint64_t *next_periodic)
+{
+	struct evd_policy *p;
+	uint64_t rnd = 11, t_per = 1000000000ull, t_rand = t_per + 500000, now = 0, arg = 0;
+	const uint64_t period = 10000000;
+
+	CHECK_EQ(evd_policy_create("adaptive:lambda_pct=400", &p), 0);
+	for (int i = 0; i < 600; i++) {
+		bool per = t_per <= t_rand;
+
+		now = per ? t_per : t_rand;
+		if (per_source)
+			evd_policy_source_events(p, now, per ? 1 : 2, 1);
+		evd_policy_events(p, now, 1);
+		if (per)
+			t_per += period - 2000 + test_xorshift(&rnd) % 4001;
+		else
+			t_rand += 50000 + test_xorshift(&rnd) % 5900000; /* 0.05..5.95 ms */
+	}
+	/* decide right after the last arrival, if the periodic one is still ahead */
+	{
+		struct evd_policy_input in = { .now_ns = now + 1000, .idle_ns = 1000, .idle_rounds = 1 };
+		enum evd_action a = EVD_ACTION_POLL;
+
+		for (uint64_t idle = 1000; idle < 100000 && a != EVD_ACTION_SLEEP; idle += 100) {
+			in.now_ns = now + idle;
+			in.idle_ns = idle;
+			a = evd_policy_decide(p, &in, &arg);
+		}
+		CHECK(a == EVD_ACTION_SLEEP);
+		*now_out = in.now_ns;
+	}
+	*arg_out = arg;
+	*next_periodic = t_per;
+	evd_policy_destroy(p);
+}
+
+static void
+test_adaptive_prewake_per_source(void)
+{
+	uint64_t arg, now, next;
+
+	prewake_mixed(true, &arg, &now, &next);
+	CHECK(next > now);                   /* the periodic source is due later */
+	CHECK(arg > 0 && now + arg < next);  /* wakes before it */
+	CHECK(next - (now + arg) < 2000000); /* and not much before (margin: 3 dev + L) */
+	prewake_mixed(false, &arg, &now, &next);
+	CHECK_EQ(arg, 0);
+}
+
 int
 main(void)
 {
@@ -384,6 +489,7 @@ main(void)
 	TEST(test_adaptive_decisions);
 	TEST(test_adaptive_learns);
 	TEST(test_adaptive_prewake);
+	TEST(test_adaptive_prewake_per_source);
 	TEST(test_calibration);
 	TEST(test_user_policy);
 	return 0;

@@ -378,6 +378,12 @@ evd_loop_add(struct evd_loop *loop, struct evd_source *src)
 	src->woken = 0;
 	src->removing = 0;
 	src->index = loop->n_src;
+	src->id = loop->next_src_id++;
+	/* per-source counts start now, for every source: with one source the
+	 * policy was told only the loop's totals */
+	for (uint32_t i = 0; i < loop->n_src; i++)
+		loop->src[i]->events_at_note = loop->src[i]->stats.events;
+	src->events_at_note = src->stats.events;
 	src->loop = loop;
 	evd__registry_lock();
 	loop->src[loop->n_src++] = src;
@@ -671,6 +677,17 @@ note_events(struct evd_loop *loop, uint64_t now, uint32_t n)
 	loop->last_event_ns = now;
 	loop->last_burst = n;
 	loop->idle_rounds = 0;
+	if (unlikely(loop->n_src > 1) && loop->policy.ops->on_source_events != NULL)
+		for (uint32_t i = 0; i < loop->n_src; i++) {
+			struct evd_source *s = loop->src[i];
+			uint64_t e = s->stats.events;
+
+			if (e != s->events_at_note) {
+				loop->policy.ops->on_source_events(loop->policy.state, now, s->id,
+								   (uint32_t)(e - s->events_at_note));
+				s->events_at_note = e;
+			}
+		}
 	if (loop->policy.ops->on_events != NULL)
 		loop->policy.ops->on_events(loop->policy.state, now, n);
 }

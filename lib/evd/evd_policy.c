@@ -128,6 +128,19 @@ static const struct evd_policy_ops intr_policy = {
 #define PW_MIN_NS 50000 /* pre-wake: gaps shorter than this are not periods */
 #define PW_RUN 8        /* periodic after this many long gaps in a row... */
 #define PW_CV 0.125     /* ...each within this part of the mean */
+#define PW_SLOTS 8      /* sources followed for pre-wake; more share the least recent slot */
+
+/* Pre-wake state of one source: its long gaps' running mean and mean
+ * deviation, and, when it is periodic and waking early pays, the window
+ * around its next expected arrival (absolute loop-clock times). */
+struct pw_slot {
+	uint32_t id;
+	bool used;
+	uint64_t last_ns;             /* its last completion */
+	double mean, dev;
+	uint32_t run;                 /* long gaps in a row within PW_CV of the mean */
+	uint64_t wake_at, end_at;     /* 0: no pre-wake; else sleep until wake_at, poll to end_at */
+};
 
 struct adaptive {
 	const struct evd_policy_env *env;
@@ -150,10 +163,9 @@ struct adaptive {
 	bool lock_in;                 /* the last round found a burst: the loop is behind */
 	/* pre-wake */
 	bool prewake;
-	double pw_mean, pw_dev;       /* running mean and mean deviation of the long gaps */
-	uint32_t pw_run;              /* long gaps in a row within PW_CV of the mean */
-	uint64_t pw_wake_ns;          /* 0: off; else sleep until this idle time... */
-	uint64_t pw_end_ns;           /* ...then poll until this one */
+	bool per_source;              /* the loop tells which source each round served */
+	uint32_t pw_active;           /* slots with a pre-wake set */
+	struct pw_slot pw[PW_SLOTS];  /* per source (slot 0 only: the loop as one source) */
 	/* cost[j][i]: the cost of threshold j (edge j; 0: sleep at once; GAP_BINS:
 	 * never) for a gap in bin i; computed once, so an update is sums only */
 	double cost[GAP_BINS + 1][GAP_BINS];
@@ -178,8 +190,9 @@ bin_edge(int i)
 	return 256.0 * pow(2.0, i / 2.0);
 }
 
-/* Two bins per octave above 256 ns: the octave from the top bit, the half
- * from the bit below it (no floating point on the per-round path). */
+/* Two bins per octave above 256 ns, split where bin_edge() splits them (at
+ * sqrt(2) times the octave's start: g^2 >= 2^(2 msb + 1)); no floating
+ * point on the per-round path. */
 static int
 gap_bin(uint64_t g)
 {
@@ -187,8 +200,10 @@ gap_bin(uint64_t g)
 
 	if (g < 256)
 		return 0;
+	if (g >= (1ull << 32))
+		return GAP_BINS - 1;
 	msb = 63 - __builtin_clzll(g);
-	i = 2 * (msb - 8) + (int)((g >> (msb - 1)) & 1);
+	i = 2 * (msb - 8) + (g * g >= (1ull << (2 * msb + 1)));
 	return i < GAP_BINS ? i : GAP_BINS - 1;
 }
 
@@ -289,6 +304,8 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 	a->env = env;
 	a->learn = learn != 0;
 	a->prewake = prewake != 0;
+	a->pw[0].used = true;
+	a->pw[0].id = UINT32_MAX; /* the loop, until a source is named */
 	a->lambda = (double)lambda_pct / 100.0;
 	a->cap_ns = budget_us != UINT64_MAX ? budget_us * 1000 : UINT64_MAX;
 	a->budget_ns = budget_us != UINT64_MAX ? budget_us * 1000 : env->sleep_wake_ns;
@@ -328,46 +345,103 @@ adaptive_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
 	if (in->idle_ns < a->threshold_ns ||
 	    (a->lock_in && in->idle_ns < a->env->sleep_wake_ns))
 		return EVD_ACTION_POLL;
-	if (a->pw_wake_ns != 0 && in->idle_ns < a->pw_end_ns) {
-		if (in->idle_ns >= a->pw_wake_ns)
-			return EVD_ACTION_POLL; /* the window around the expected arrival */
-		*arg = a->pw_wake_ns - in->idle_ns;
-		return EVD_ACTION_SLEEP;
+	if (a->pw_active != 0) {
+		uint64_t wake = UINT64_MAX;
+
+		for (int i = 0; i < PW_SLOTS; i++) {
+			const struct pw_slot *sl = &a->pw[i];
+
+			if (sl->wake_at == 0 || in->now_ns >= sl->end_at)
+				continue;
+			if (in->now_ns >= sl->wake_at)
+				return EVD_ACTION_POLL; /* the window around its expected arrival */
+			wake = RTE_MIN(wake, sl->wake_at);
+		}
+		if (wake != UINT64_MAX) {
+			*arg = wake - in->now_ns;
+			return EVD_ACTION_SLEEP;
+		}
 	}
 	*arg = 0;
 	return EVD_ACTION_SLEEP;
 }
 
-/* A long gap g: is the source periodic, and does waking before its next
- * arrival pay? Sets pw_wake_ns / pw_end_ns (0: no pre-wake). */
+/* A long gap g of one source, ending now: is the source periodic, and does
+ * waking before its next arrival pay? Sets the slot's window (or clears it). */
 static void
-prewake_learn(struct adaptive *a, uint64_t g)
+prewake_learn(struct adaptive *a, struct pw_slot *sl, uint64_t now, uint64_t g)
 {
-	double d = fabs((double)g - a->pw_mean);
+	double d = fabs((double)g - sl->mean);
 	double margin, lat;
+	bool was = sl->wake_at != 0;
 
-	if (a->pw_run == 0 || d > PW_CV * a->pw_mean) { /* (re)start the run here */
-		a->pw_run = 1;
-		a->pw_mean = (double)g;
-		a->pw_dev = 0;
-		a->pw_wake_ns = 0;
-		return;
-	}
-	a->pw_mean += ((double)g - a->pw_mean) / 8;
-	a->pw_dev += (d - a->pw_dev) / 8;
-	if (a->pw_run < PW_RUN) {
-		a->pw_run++;
-		return;
-	}
-	lat = evd_policy_env_wake_ns(a->env, (uint64_t)a->pw_mean);
-	margin = 3 * a->pw_dev + lat;
-	if (margin < a->lambda * lat && a->pw_mean - margin > (double)a->threshold_ns &&
-	    a->pw_mean - margin > (double)a->env->sleep_wake_ns) {
-		a->pw_wake_ns = (uint64_t)(a->pw_mean - margin);
-		a->pw_end_ns = (uint64_t)(a->pw_mean + 3 * a->pw_dev + margin);
+	sl->wake_at = 0;
+	if (sl->run == 0 || d > PW_CV * sl->mean) { /* (re)start the run here */
+		sl->run = 1;
+		sl->mean = (double)g;
+		sl->dev = 0;
 	} else {
-		a->pw_wake_ns = 0;
+		sl->mean += ((double)g - sl->mean) / 8;
+		sl->dev += (d - sl->dev) / 8;
+		if (sl->run < PW_RUN)
+			sl->run++;
 	}
+	if (sl->run >= PW_RUN) {
+		lat = evd_policy_env_wake_ns(a->env, (uint64_t)sl->mean);
+		margin = 3 * sl->dev + lat;
+		if (margin < a->lambda * lat && sl->mean - margin > (double)a->threshold_ns &&
+		    sl->mean - margin > (double)a->env->sleep_wake_ns) {
+			sl->wake_at = now + (uint64_t)(sl->mean - margin);
+			sl->end_at = now + (uint64_t)(sl->mean + 3 * sl->dev + margin);
+		}
+	}
+	a->pw_active += (sl->wake_at != 0) - was;
+}
+
+/* The slot of a source: its own, or a free one, or the least recent. */
+static struct pw_slot *
+pw_slot_of(struct adaptive *a, uint32_t id)
+{
+	struct pw_slot *oldest = &a->pw[0];
+
+	for (int i = 0; i < PW_SLOTS; i++) {
+		struct pw_slot *sl = &a->pw[i];
+
+		if (sl->used && sl->id == id)
+			return sl;
+		if (!sl->used || (oldest->used && sl->last_ns < oldest->last_ns))
+			oldest = sl;
+	}
+	a->pw_active -= oldest->wake_at != 0;
+	memset(oldest, 0, sizeof(*oldest));
+	oldest->used = true;
+	oldest->id = id;
+	return oldest;
+}
+
+/* One source had completions at now (loops of several sources). */
+static void
+prewake_source(struct adaptive *a, struct pw_slot *sl, uint64_t now)
+{
+	if (sl->last_ns != 0 && now > sl->last_ns && now - sl->last_ns >= PW_MIN_NS)
+		prewake_learn(a, sl, now, now - sl->last_ns);
+	else if (sl->wake_at != 0 && now >= sl->wake_at) { /* it came: the window is done */
+		sl->wake_at = 0;
+		a->pw_active--;
+	}
+	sl->last_ns = now;
+}
+
+static void
+adaptive_source_events(void *st, uint64_t now, uint32_t id, uint32_t n)
+{
+	struct adaptive *a = st;
+
+	RTE_SET_USED(n);
+	if (!a->learn || !a->prewake)
+		return;
+	a->per_source = true;
+	prewake_source(a, pw_slot_of(a, id), now);
 }
 
 /* A round found completions: the idle gap before it is one sample. A round
@@ -391,8 +465,8 @@ adaptive_events(void *st, uint64_t now, uint32_t n)
 			a->n_ctx[a->ctx]++; /* only "young or not" matters */
 		a->samples++;
 		a->ctx = gap_context(g);
-		if (g >= PW_MIN_NS && a->prewake)
-			prewake_learn(a, g);
+		if (a->prewake && !a->per_source) /* the loop as its one source */
+			prewake_source(a, &a->pw[0], now);
 	}
 	a->last_event_ns = now;
 	if (a->samples < YOUNG) {
@@ -401,9 +475,9 @@ adaptive_events(void *st, uint64_t now, uint32_t n)
 	}
 	if (unlikely(a->samples >= a->next_update)) {
 		/* at 32 gaps, then every 4096, halving the histograms (the decay).
-		 * Updating more often early (32, 64, ... 4096) was tried: better
-		 * on some short captures, far worse on others (npm-view x100:
-		 * 1.31 -> 1.64), so not kept. */
+		 * Updating more often early (32, 64, ... 4096) was tried twice:
+		 * better on some short captures, worse on others (apt-download
+		 * x100: 1.49 -> 1.58), so not kept. */
 		a->next_update = a->next_update == YOUNG ? UPDATE_EVERY : a->next_update + UPDATE_EVERY;
 		learn_threshold(a, true);
 	}
@@ -417,7 +491,7 @@ adaptive_describe(const void *st, char *buf, size_t len)
 {
 	const struct adaptive *a = st;
 	uint64_t t[CONTEXTS], samples = __atomic_load_n(&a->samples, __ATOMIC_RELAXED);
-	uint64_t pw = __atomic_load_n(&a->pw_wake_ns, __ATOMIC_RELAXED);
+	uint32_t pw = __atomic_load_n(&a->pw_active, __ATOMIC_RELAXED);
 
 	if (!a->learn) {
 		snprintf(buf, len, "fixed budget_ns=%" PRIu64 " spin_ns=%" PRIu64, a->budget_ns,
@@ -433,7 +507,7 @@ adaptive_describe(const void *st, char *buf, size_t len)
 	}
 #define T(x) ((x) == UINT64_MAX ? -1 : (int64_t)(x))
 	snprintf(buf, len, "gaps=%" PRIu64 " spin_ns=%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
-		 " prewake_ns=%" PRIu64 " B_ns=%" PRIu64, samples, T(t[0]), T(t[1]), T(t[2]), T(t[3]),
+		 " prewake_sources=%" PRIu32 " B_ns=%" PRIu64, samples, T(t[0]), T(t[1]), T(t[2]), T(t[3]),
 		 pw, a->env->sleep_wake_ns);
 #undef T
 }
@@ -446,6 +520,7 @@ static const struct evd_policy_ops adaptive_policy = {
 	.on_events = adaptive_events,
 	.needs_env = 1,
 	.describe = adaptive_describe,
+	.on_source_events = adaptive_source_events,
 };
 
 /* ---- registry ----------------------------------------------------------------- */
@@ -718,6 +793,13 @@ evd_policy_events(struct evd_policy *p, uint64_t now_ns, uint32_t n)
 {
 	if (p->ops->on_events != NULL)
 		p->ops->on_events(p->state, now_ns, n);
+}
+
+void
+evd_policy_source_events(struct evd_policy *p, uint64_t now_ns, uint32_t source_id, uint32_t n)
+{
+	if (p->ops->on_source_events != NULL)
+		p->ops->on_source_events(p->state, now_ns, source_id, n);
 }
 
 void

@@ -21,8 +21,9 @@
  *   measured sleep cost B and wake latency L(g); a randomised ski-rental
  *   threshold on [0, B] while the histogram is young; after a round that
  *   found a burst it spins at least B (busy-period lock-in); for periodic
- *   arrivals, where it pays, it sleeps with a timeout that ends before the
- *   next expected arrival and polls through it (pre-wake). Keys:
+ *   sources (followed per source), where it pays, it sleeps with a timeout
+ *   that ends before the next expected arrival and polls through it
+ *   (pre-wake). Keys:
  *   `budget_us` (cap on the spin, 0..1000000), `lambda_pct` (price of a ns
  *   of latency in ns of CPU, x100; default 100), `prewake` (0/1; default 1),
  *   `learn` (0: the fixed rule: poll `spin_pct` % of the budget, pause
@@ -126,6 +127,13 @@ struct evd_policy_ops {
 	 * the state, never write it.
 	 */
 	void (*describe)(const void *state, char *buf, size_t len);
+	/**
+	 * Optional: a round found @p n completions on the source @p source_id
+	 * (an id the loop gives each source it adds, never reused). Called
+	 * only in loops of more than one source, before on_events; lets a
+	 * policy learn per source (adaptive: pre-wake for periodic sources).
+	 */
+	void (*on_source_events)(void *state, uint64_t now_ns, uint32_t source_id, uint32_t n);
 };
 
 /**
@@ -163,6 +171,10 @@ enum evd_action evd_policy_decide(struct evd_policy *p, const struct evd_policy_
 
 /** Tell the instance a round found @p n completions (see on_events). */
 void evd_policy_events(struct evd_policy *p, uint64_t now_ns, uint32_t n);
+
+/** Tell the instance a round found @p n completions on one source (see on_source_events). */
+void evd_policy_source_events(struct evd_policy *p, uint64_t now_ns, uint32_t source_id,
+			      uint32_t n);
 
 /** Tell the instance a sleep ended (see on_wake). */
 void evd_policy_wake(struct evd_policy *p, uint64_t now_ns, uint64_t slept_ns,

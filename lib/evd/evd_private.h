@@ -102,6 +102,7 @@ struct evd_loop {
 	struct evd_source **src;
 	uint32_t n_src, cap_src;
 	uint32_t n_poll_only;
+	uint32_t next_src_id;    /* evd_source.id of the next source added */
 
 	struct evd__timers timers;
 

@@ -77,6 +77,8 @@ struct evd_source {
 	uint8_t has_fd;        /**< It has a notification fd (else poll-only). */
 	int notify_fd;         /**< That fd, in the loop's epoll set; -1 if none. */
 	uint64_t events_at_sleep; /**< stats.events when the loop last went to sleep. */
+	uint64_t events_at_note;  /**< stats.events when the loop last told the policy. */
+	uint32_t id;              /**< Given by the loop at add, never reused in it (policies). */
 	struct evd_source_stats stats;      /**< Written by the loop thread (and by producers for `full`). */
 	struct evd_source_stats stats_base; /**< Baseline recorded by a reset. */
 };
