@@ -465,8 +465,9 @@ adaptive_events(void *st, uint64_t now, uint32_t n)
 			a->n_ctx[a->ctx]++; /* only "young or not" matters */
 		a->samples++;
 		a->ctx = gap_context(g);
-		if (a->prewake && !a->per_source) /* the loop as its one source */
-			prewake_source(a, &a->pw[0], now);
+		/* the loop as its one source: its long gaps are the source's */
+		if (unlikely(g >= PW_MIN_NS) && a->prewake && !a->per_source)
+			prewake_learn(a, &a->pw[0], now, g);
 	}
 	a->last_event_ns = now;
 	if (a->samples < YOUNG) {
