@@ -372,7 +372,6 @@ static void
 prewake_learn(struct adaptive *a, struct pw_slot *sl, uint64_t now, uint64_t g)
 {
 	double d = fabs((double)g - sl->mean);
-	double margin, lat;
 	bool was = sl->wake_at != 0;
 
 	sl->wake_at = 0;
@@ -387,8 +386,9 @@ prewake_learn(struct adaptive *a, struct pw_slot *sl, uint64_t now, uint64_t g)
 			sl->run++;
 	}
 	if (sl->run >= PW_RUN) {
-		lat = evd_policy_env_wake_ns(a->env, (uint64_t)sl->mean);
-		margin = 3 * sl->dev + lat;
+		double lat = evd_policy_env_wake_ns(a->env, (uint64_t)sl->mean);
+		double margin = 3 * sl->dev + lat;
+
 		if (margin < a->lambda * lat && sl->mean - margin > (double)a->threshold_ns &&
 		    sl->mean - margin > (double)a->env->sleep_wake_ns) {
 			sl->wake_at = now + (uint64_t)(sl->mean - margin);
