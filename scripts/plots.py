@@ -1,15 +1,14 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""Draw the benchmark plots as SVG, from scripts/bench's results (no
-third-party modules).
+"""Draw the plot that needs every scored trace at once, as SVG, from
+scripts/bench's results (no third-party modules). Timelines of one run
+testevd draws itself (--timeline FILE.svg).
 
   plots.py RESULTS_DIR
 
-writes RESULTS_DIR/cpu-p99.svg (one panel per trace: every policy's CPU
-against its added p99 latency, from score-*.json) and, for every
-timeline-*.csv, timeline-*.svg (arrivals/s, CPU % and time asleep % over
-the run)."""
-import csv, glob, json, math, os, sys
+writes RESULTS_DIR/cpu-p99.svg: one panel per trace, every policy's CPU
+against its added p99 latency, from score-*.json."""
+import glob, json, math, os, sys
 
 COLORS = {"adaptive": "#d62728", "poll": "#7f7f7f", "intr": "#1f77b4", "l3fwd": "#2ca02c",
           "pmdmgmt": "#9467bd", "napi": "#8c564b", "haltpoll": "#e377c2", "ski2": "#bcbd22",
@@ -77,60 +76,10 @@ def cpu_p99(d):
     return path
 
 
-def timeline(f):
-    rows, title = [], os.path.basename(f)
-    with open(f) as fh:
-        first = fh.readline()
-        if first.startswith("#"):
-            title += " (" + first[1:].strip() + ")"
-        rows = list(csv.DictReader(fh))
-    if not rows:
-        return None
-    t = [float(r["t_s"]) for r in rows]
-    series = [("arrivals/s", [float(r["arrivals_per_s"]) for r in rows], "#1f77b4", True),
-              ("CPU %", [float(r["cpu_pct"]) for r in rows], "#d62728", False),
-              ("time asleep %", [float(r["sleep_pct"]) for r in rows], "#2ca02c", False)]
-    W, ph, m = 900, 150, 60
-    H = 40 + ph * len(series)
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="10">',
-           f'<rect width="{W}" height="{H}" fill="white"/>',
-           f'<text x="10" y="16" font-size="13">{esc(title)}: timeline of one run (x: trace time, s)</text>']
-    tmax = t[-1] + (t[1] - t[0] if len(t) > 1 else 1)
-    for k, (name, ys, c, log) in enumerate(series):
-        oy = 30 + k * ph
-        ax0, ax1, ay0, ay1 = m, W - 10, oy + ph - 25, oy + 10
-        out.append(f'<rect x="{ax0}" y="{ay1}" width="{ax1 - ax0}" height="{ay0 - ay1}" fill="none" stroke="#999"/>')
-        out.append(f'<text x="5" y="{(ay0 + ay1) / 2:.0f}" fill="{c}">{esc(name)}</text>')
-        hi = max(ys) if max(ys) > 0 else 1
-        lo = 0
-        if log:
-            lo = max(min(y for y in ys if y > 0) if any(y > 0 for y in ys) else 1, 1e-3)
-            hi = max(hi, lo * 10)
-        pts = []
-        for x, y in zip(t, ys):
-            px = ax0 + (ax1 - ax0) * x / tmax
-            if log:
-                py = logpos(max(y, lo), lo, hi, ay0, ay1)
-            else:
-                py = ay0 + (ay1 - ay0) * y / hi
-            pts.append(f"{px:.1f},{py:.1f}")
-        out.append(f'<polyline points="{" ".join(pts)}" fill="none" stroke="{c}" stroke-width="1.5"/>')
-        out.append(f'<text x="{ax0 + 3}" y="{ay1 + 10}">{hi:.3g}</text><text x="{ax0 + 3}" y="{ay0 - 3}">{lo:.3g}</text>')
-        if k == len(series) - 1:
-            for i in range(6):
-                x = tmax * i / 5
-                out.append(f'<text x="{ax0 + (ax1 - ax0) * i / 5:.0f}" y="{ay0 + 13}" text-anchor="middle">{x:.3g}</text>')
-    out.append("</svg>")
-    path = f[:-4] + ".svg"
-    open(path, "w").write("\n".join(out))
-    return path
-
-
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     d = sys.argv[1]
-    made = [cpu_p99(d)] + [timeline(f) for f in sorted(glob.glob(os.path.join(d, "timeline-*.csv")))]
-    for p in made:
-        if p:
-            print("wrote", p)
+    p = cpu_p99(d)
+    if p:
+        print("wrote", p)

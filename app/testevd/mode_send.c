@@ -142,6 +142,23 @@ build(struct tx *t, uint32_t flags, uint64_t tsc, uint64_t total)
  * counted unsent, and every later post is refused. */
 #define STALL_S 5
 
+/* Nothing moved (Tx ring full, or pool empty): take the echoes (they free
+ * mbufs) or pause; after STALL_S seconds of that, fail the sender. */
+static void
+stalled(struct tx *t, uint64_t *since)
+{
+	uint64_t now = rte_rdtsc();
+
+	if (*since == 0)
+		*since = now;
+	else if (now - *since > STALL_S * rte_get_tsc_hz())
+		t->failed = true;
+	if (t->rtt != NULL)
+		echo_poll(t);
+	else
+		rte_pause();
+}
+
 static void
 transmit(struct tx *t, struct rte_mbuf **m, uint16_t n)
 {
@@ -152,17 +169,8 @@ transmit(struct tx *t, struct rte_mbuf **m, uint16_t n)
 		uint16_t k = rte_eth_tx_burst(t->port, 0, m + done, n - done);
 
 		if (k == 0) {
-			uint64_t now = rte_rdtsc();
-
 			t->retries++;
-			if (stall_since == 0)
-				stall_since = now;
-			else if (now - stall_since > STALL_S * rte_get_tsc_hz())
-				t->failed = true;
-			if (t->rtt != NULL)
-				echo_poll(t);
-			else
-				rte_pause();
+			stalled(t, &stall_since);
 		} else {
 			stall_since = 0;
 		}
@@ -180,27 +188,14 @@ send_post(struct run *r, uint32_t n, uint64_t stamp)
 	struct tx *t = r->priv;
 	struct rte_mbuf *m[64];
 
-	if (t->failed) {
-		t->unsent += n;
-		return;
-	}
 	while (n > 0 && !t->failed) {
 		uint16_t k = 0;
 		uint64_t stall_since = 0;
 
-		while (k < n && k < RTE_DIM(m)) {
+		while (k < n && k < RTE_DIM(m) && !t->failed) {
 			m[k] = build(t, 0, stamp, 0);
 			if (m[k] == NULL) { /* pool empty: the receiver is behind */
-				if (stall_since == 0) {
-					stall_since = rte_rdtsc();
-				} else if (rte_rdtsc() - stall_since > STALL_S * rte_get_tsc_hz()) {
-					t->failed = true;
-					break;
-				}
-				if (t->rtt != NULL)
-					echo_poll(t);
-				else
-					rte_pause();
+				stalled(t, &stall_since);
 				continue;
 			}
 			t->seq++;

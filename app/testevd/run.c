@@ -178,6 +178,27 @@ run_in_flight(const struct run *r)
 	       __atomic_load_n(&r->delivered, __ATOMIC_RELAXED);
 }
 
+/* Make room for `need` elements of `size` in *arr (capacity *cap, doubling
+ * from `first`). */
+static bool
+grow(void *arr, size_t *cap, size_t need, size_t first, size_t size)
+{
+	void **p = arr;
+	size_t c = *cap ? *cap : first;
+	void *a;
+
+	if (need <= *cap)
+		return true;
+	while (c < need)
+		c *= 2;
+	a = realloc(*p, c * size);
+	if (a == NULL)
+		return false;
+	*p = a;
+	*cap = c;
+	return true;
+}
+
 /* --timeline: drain the loop's mode transitions and take one sample of
  * (time, CPU, delivered); the monitor does it every 100 ms. */
 static void
@@ -189,28 +210,14 @@ timeline_sample(struct run *r)
 	if (r->o->timeline == NULL)
 		return;
 	do {
-		if (r->tl_n + 256 > r->tl_cap) {
-			size_t cap = r->tl_cap ? r->tl_cap * 2 : 4096;
-			struct evd_mode_event *a = realloc(r->tl_ev, cap * sizeof(*a));
-
-			if (a == NULL)
-				return;
-			r->tl_ev = a;
-			r->tl_cap = cap;
-		}
+		if (!grow(&r->tl_ev, &r->tl_cap, r->tl_n + 256, 4096, sizeof(*r->tl_ev)))
+			return;
 		n = evd_loop_trace_read(r->loop, &r->tl_cursor, r->tl_ev + r->tl_n, 256, &r->tl_lost);
 		if (n > 0)
 			r->tl_n += (size_t)n;
 	} while (n == 256);
-	if (r->tl_sn == r->tl_scap) {
-		size_t cap = r->tl_scap ? r->tl_scap * 2 : 1024;
-		struct tl_sample *a = realloc(r->tl_s, cap * sizeof(*a));
-
-		if (a == NULL)
-			return;
-		r->tl_s = a;
-		r->tl_scap = cap;
-	}
+	if (!grow(&r->tl_s, &r->tl_scap, r->tl_sn + 1, 1024, sizeof(*r->tl_s)))
+		return;
 	evd_loop_stats_get(r->loop, &st);
 	r->tl_s[r->tl_sn++] = (struct tl_sample){ now_ns(), st.cpu_ns,
 						   __atomic_load_n(&r->delivered, __ATOMIC_RELAXED) };

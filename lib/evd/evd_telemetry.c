@@ -60,9 +60,10 @@ evd__registry_remove(struct evd_loop *loop)
 	evd__registry_unlock();
 }
 
-/* Under the lock. */
+/* The loop a command names (an id or a name), with the registry locked; or
+ * NULL, unlocked. */
 static struct evd_loop *
-find(const char *param)
+lock_find(const char *param)
 {
 	char *end;
 	unsigned long id;
@@ -70,9 +71,11 @@ find(const char *param)
 	if (param == NULL || *param == '\0')
 		return NULL;
 	id = strtoul(param, &end, 10);
+	evd__registry_lock();
 	for (struct evd_loop *l = loops; l != NULL; l = l->tm_next)
 		if ((*end == '\0' && l->id == id) || strcmp(l->name, param) == 0)
 			return l;
+	evd__registry_unlock();
 	return NULL;
 }
 
@@ -105,12 +108,9 @@ tm_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 	struct evd_loop *l;
 
 	RTE_SET_USED(cmd);
-	evd__registry_lock();
-	l = find(params);
-	if (l == NULL) {
-		evd__registry_unlock();
+	l = lock_find(params);
+	if (l == NULL)
 		return -EINVAL;
-	}
 	evd_loop_stats_get(l, &st);
 	rte_tel_data_start_dict(d);
 	rte_tel_data_add_dict_int(d, "id", (int)l->id);
@@ -154,12 +154,9 @@ tm_sources(const char *cmd, const char *params, struct rte_tel_data *d)
 	struct evd_loop *l;
 
 	RTE_SET_USED(cmd);
-	evd__registry_lock();
-	l = find(params);
-	if (l == NULL) {
-		evd__registry_unlock();
+	l = lock_find(params);
+	if (l == NULL)
 		return -EINVAL;
-	}
 	rte_tel_data_start_dict(d);
 	for (uint32_t i = 0; i < l->n_src && i < RTE_TEL_MAX_DICT_ENTRIES; i++) {
 		struct evd_source *s = l->src[i];
