@@ -93,6 +93,33 @@ poll = next(r for r in a if r["policy"] == "poll")
 assert poll["cpu_pct"] > 99 and poll["latency_us"]["p99"] == 0, poll
 print("ok: score JSON: nine policies, every ratio >= 1")
 PY
+# hindsight: a trace whose next gap the previous one tells (15 us after 2 ms,
+# 2 ms after 15 us), on a fixed cost model (B 5 us, L 16-25 us): a 15 us gap
+# is cheaper to spin (15) than to sleep (21), a 2 ms gap is cheaper to sleep
+# at once. No single threshold does both (it spins the 15 us gaps and then
+# every 2 ms gap too, or sleeps both: ratio about 1.15); one per context
+# does exactly what the oracle does (1.000); adaptive learns the contexts,
+# so it beats every single threshold.
+printf '# evd calibration (ns): B, then L after 10 us, 100 us, 1 ms, 10 ms\n5000 16000 16000 19000 25000\n' \
+	> "$tmp/cal.txt"
+python3 -c 'print("15000\n2000000\n" * 2000, end="")' > "$tmp/alt.txt"
+check "score, hindsight" 0 "$testevd" --score --compare --calibration "$tmp/cal.txt" --trace "$tmp/alt.txt" \
+	--json "$tmp/alt.json"
+python3 - "$tmp/alt.json" <<'PY' || fail=1
+import json, sys
+a = json.load(open(sys.argv[1]))
+h, hc = a[0]["hindsight_ratio"], a[0]["hindsight_context_ratio"]
+assert all(r["hindsight_ratio"] == h and r["hindsight_context_ratio"] == hc for r in a), a
+assert hc <= 1.001, f"one threshold per context should match the oracle here: {hc}"
+assert h >= 1.10, f"no single threshold should come near the oracle here: {h}"
+ad = next(r for r in a if r["policy"] == "adaptive")["competitive_ratio"]
+assert ad < h, f"adaptive {ad} does not beat the best single threshold {h}"
+# intr and poll are two single thresholds (0 and never): neither beats the best one
+for p in ["intr", "poll"]:
+    r = next(r for r in a if r["policy"] == p)["competitive_ratio"]
+    assert r >= h - 1e-3, f"{p} ({r}) beat the best threshold in hindsight ({h})"
+print(f"ok: hindsight {h:.3f}, per context {hc:.3f}, adaptive {ad:.3f}")
+PY
 printf '1000\n2000 1\n# a comment\n\n3000\n' > "$tmp/t.txt"
 check "score, text trace" 0 "$testevd" --score --trace "$tmp/t.txt" --json "$tmp/t.json"
 python3 -c "import json,sys; r=json.load(open(sys.argv[1]))[0]; assert r['events']==3, r" "$tmp/t.json" || fail=1

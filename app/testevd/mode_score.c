@@ -72,6 +72,89 @@ oracle(uint64_t g, double lambda)
 	return best;
 }
 
+/*
+ * Hindsight: the best spin threshold for the whole trace, and the best one
+ * per context (the previous gap: < 4 us, < 64 us, < 1 ms, longer, as
+ * adaptive splits them), chosen after seeing every gap. No online
+ * threshold rule of that shape can cost less, so the two ratios say how
+ * much of a policy's distance to the oracle is learning and how much is
+ * the shape (a threshold) itself.
+ */
+#define HS_CTX 4
+#define HS_T 97 /* t = 0, 256 ns x 2^(k/4) for k < 95, never */
+
+static int
+hs_context(uint64_t g)
+{
+	return g < 4000 ? 0 : g < 64000 ? 1 : g < 1000000 ? 2 : 3;
+}
+
+static double
+hs_t(int j)
+{
+	return j == 0 ? 0 : j == HS_T - 1 ? INFINITY : 256.0 * pow(2.0, (j - 1) / 4.0);
+}
+
+struct hindsight {
+	double ratio, ctx_ratio;
+	double t_ns, ctx_t_ns[HS_CTX]; /* INFINITY: never sleep */
+};
+
+static int
+hindsight(const struct trace *t, double lambda, double oracle_cost, struct hindsight *h)
+{
+	double (*c)[HS_T] = calloc(HS_CTX, sizeof(*c));
+	int ctx = HS_CTX - 1;
+	double all_best = INFINITY, ctx_sum = 0;
+
+	if (c == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->n; i++) {
+		double g = (double)t->gap_ns[i];
+
+		for (int j = 0; j < HS_T; j++) {
+			double th = hs_t(j);
+
+			c[ctx][j] += g <= th ? g : th + b_ns + lambda * wake_latency((uint64_t)(g - th));
+		}
+		ctx = hs_context(t->gap_ns[i]);
+	}
+	for (int j = 0; j < HS_T; j++) {
+		double sum = 0;
+
+		for (int k = 0; k < HS_CTX; k++)
+			sum += c[k][j];
+		if (sum < all_best) {
+			all_best = sum;
+			h->t_ns = hs_t(j);
+		}
+	}
+	for (int k = 0; k < HS_CTX; k++) {
+		double best = INFINITY;
+
+		for (int j = 0; j < HS_T; j++)
+			if (c[k][j] < best) {
+				best = c[k][j];
+				h->ctx_t_ns[k] = hs_t(j);
+			}
+		ctx_sum += best;
+	}
+	h->ratio = oracle_cost > 0 ? all_best / oracle_cost : 1.0;
+	h->ctx_ratio = oracle_cost > 0 ? ctx_sum / oracle_cost : 1.0;
+	free(c);
+	return 0;
+}
+
+static const char *
+us_or_never(double ns, char *buf, size_t len)
+{
+	if (isinf(ns))
+		snprintf(buf, len, "never sleep");
+	else
+		snprintf(buf, len, "%.1f us", ns / 1e3);
+	return buf;
+}
+
 #define TL_WINDOWS 200
 
 struct score {
@@ -197,14 +280,15 @@ simulate(const char *spec, const struct trace *t, double lambda, struct score *s
 }
 
 static void
-score_json(FILE *f, const struct score *s, const char *trace, bool last)
+score_json(FILE *f, const struct score *s, const char *trace, const struct hindsight *h, bool last)
 {
 	fprintf(f, "  {\"policy\": \"%s\", \"trace\": \"%s\", \"events\": %" PRIu64
 		", \"competitive_ratio\": %.4f, \"cost\": %.0f, \"oracle_cost\": %.0f, "
+		"\"hindsight_ratio\": %.4f, \"hindsight_context_ratio\": %.4f, "
 		"\"cpu_pct\": %.3f, \"latency_us\": {\"p50\": %.3f, \"p99\": %.3f, \"p999\": %.3f}, "
 		"\"mode_switches\": %" PRIu64 ", \"sleeps\": %" PRIu64 "}%s\n",
 		s->policy, trace, s->events, s->oracle_cost > 0 ? s->cost / s->oracle_cost : 1.0,
-		s->cost, s->oracle_cost, s->total_ns > 0 ? 100.0 * s->cpu_ns / s->total_ns : 0,
+		s->cost, s->oracle_cost, h->ratio, h->ctx_ratio, s->total_ns > 0 ? 100.0 * s->cpu_ns / s->total_ns : 0,
 		(double)hist_pct(&s->lat, 0.5) / 1e3, (double)hist_pct(&s->lat, 0.99) / 1e3,
 		(double)hist_pct(&s->lat, 0.999) / 1e3, s->switches, s->sleeps, last ? "" : ",");
 }
@@ -238,6 +322,8 @@ score_mode(const struct opts *o)
 	struct score *s = calloc(n, sizeof(*s));
 	struct trace t;
 	FILE *jf = NULL;
+	struct hindsight h = { 0 };
+	char buf[HS_CTX][32];
 	int rc;
 
 	if (s == NULL)
@@ -266,15 +352,28 @@ score_mode(const struct opts *o)
 		       (double)hist_pct(&s[i].lat, 0.5) / 1e3, (double)hist_pct(&s[i].lat, 0.99) / 1e3,
 		       (double)hist_pct(&s[i].lat, 0.999) / 1e3, s[i].switches);
 	}
+	rc = hindsight(&t, o->lambda, s[0].oracle_cost, &h);
+	if (rc < 0) {
+		fprintf(stderr, "testevd: hindsight: %s\n", strerror(-rc));
+	} else {
+		printf("\n  hindsight, the best spin threshold chosen after the trace: ratio %.3f (%s)\n",
+		       h.ratio, us_or_never(h.t_ns, buf[0], sizeof(buf[0])));
+		printf("  and one per context (previous gap < 4 us, < 64 us, < 1 ms, longer): ratio %.3f"
+		       " (%s, %s, %s, %s)\n", h.ctx_ratio,
+		       us_or_never(h.ctx_t_ns[0], buf[0], sizeof(buf[0])),
+		       us_or_never(h.ctx_t_ns[1], buf[1], sizeof(buf[1])),
+		       us_or_never(h.ctx_t_ns[2], buf[2], sizeof(buf[2])),
+		       us_or_never(h.ctx_t_ns[3], buf[3], sizeof(buf[3])));
+	}
 	printf("\n");
-	if (o->json != NULL) {
+	if (rc >= 0 && o->json != NULL) {
 		jf = strcmp(o->json, "-") == 0 ? stdout : fopen(o->json, "w");
 		if (jf == NULL) {
 			rc = -errno;
 		} else {
 			fprintf(jf, "[\n");
 			for (size_t i = 0; i < n; i++)
-				score_json(jf, &s[i], t.name, i + 1 == n);
+				score_json(jf, &s[i], t.name, &h, i + 1 == n);
 			fprintf(jf, "]\n");
 			if (jf != stdout)
 				fclose(jf);
