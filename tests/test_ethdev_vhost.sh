@@ -106,6 +106,19 @@ assert tx["events_delivered"] == sent and tx["events_lost"] == 0, f"{name}: sent
 assert rx["events_delivered"] == sent and rx["errors"] == 0, f"{name}: forwarder: {rx}"
 assert rx["sleeps"] > 0, f"{name}: the forwarder never slept: {rx}"
 assert 0 < tx["latency_us"]["p50"] <= tx["latency_us"]["max"], tx["latency_us"]
+# the histogram holds every round trip, in increasing bins, and its bins
+# give back the percentiles the report printed
+h = tx["rtt_histogram_ns"]
+assert sum(c for _, c in h) == sent, f"{name}: histogram holds {sum(c for _, c in h)} of {sent}"
+assert all(a[0] < b[0] for a, b in zip(h, h[1:])), h
+def pct(p):
+    want, seen = min(int(p * sent), sent - 1), 0
+    for top, c in h:
+        seen += c
+        if seen > want:
+            return min(top / 1e3, tx["latency_us"]["max"])
+for p, k in ((0.5, "p50"), (0.99, "p99")):
+    assert abs(pct(p) - tx["latency_us"][k]) < 0.01, (k, pct(p), tx["latency_us"])
 # the forwarder's CPU as the sender read it from /proc, and as the forwarder
 # measured it itself over a slightly longer span: both under 100 %, both > 0
 assert 0 < tx["peer_cpu_pct"] < 100 and 0 < rx["cpu_pct"] < 100, (tx["peer_cpu_pct"], rx["cpu_pct"])

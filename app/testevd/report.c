@@ -175,8 +175,21 @@ json_one(FILE *f, const struct result *r, const char *ind)
 	if (r->arm_probe != NULL)
 		fprintf(f, "%s  \"arm_probe\": \"%s\",\n", ind, r->arm_probe);
 	fprintf(f, "%s  \"cpu_pct\": %.3f,\n", ind, r->cpu_pct);
-	if (r->echo)
+	if (r->echo) {
+		bool first = true;
+
 		fprintf(f, "%s  \"rtt_over_5ms\": %" PRIu64 ",\n", ind, r->rtt_over_5ms);
+		/* every round trip, binned (16 bins per octave; [top ns, count]),
+		 * so that runs can be pooled and their percentiles compared */
+		fprintf(f, "%s  \"rtt_histogram_ns\": [", ind);
+		for (unsigned int b = 0; b < HIST_BUCKETS; b++)
+			if (r->lat.b[b] != 0) {
+				fprintf(f, "%s[%" PRIu64 ", %" PRIu64 "]", first ? "" : ", ",
+					bucket_top(b), r->lat.b[b]);
+				first = false;
+			}
+		fprintf(f, "],\n");
+	}
 	if (r->has_peer_cpu)
 		fprintf(f, "%s  \"peer_cpu_pct\": %.3f,\n", ind, r->peer_cpu_pct);
 	fprintf(f, "%s  \"latency_us\": {\"p50\": %.3f, \"p99\": %.3f, \"p999\": %.3f, \"max\": %.3f},\n",
