@@ -259,6 +259,7 @@ send_mode(const struct opts *o)
 		usleep(10000);
 	}
 	t.seq = 0;
+	t.retries = 0; /* the probes' (the receiver may start late): not the pattern's */
 	if (o->echo) { /* what came back so far were probes: start clean */
 		echo_poll(&t);
 		t.returned = 0;
