@@ -483,6 +483,58 @@ test_adaptive_prewake_per_source(void)
 	CHECK_EQ(arg, 0);
 }
 
+/* Per source: completions come from two sources in a random order; after
+ * one from source 1 the next comes soon (a third of the price of a sleep),
+ * after one from source 2 it comes late (20 prices of a sleep). The gap
+ * before a completion tells nothing about the gap after it; the source
+ * does. Told per source, adaptive learns both: it sleeps at once after
+ * source 2 and spins after source 1. Told only the loop's gaps, it spins
+ * after both (the mixture's best threshold covers the short gap). Returns
+ * the first idle time at which it decides to sleep after a completion of
+ * `last` (UINT64_MAX: not within the short gap). */
+static uint64_t
+per_source_sleep_after(bool per_source, uint32_t last)
+{
+	const struct evd_policy_env *env = evd_policy_env_get();
+	uint64_t shrt = (env->sleep_wake_ns + env->wake_ns[0]) / 3;
+	uint64_t lng = 20 * (env->sleep_wake_ns + env->wake_ns[EVD_ENV_WAKE_POINTS - 1]);
+	uint64_t rnd = 7, now = 1000000000ull, arg, t = UINT64_MAX;
+	uint32_t src = 1;
+	struct evd_policy *p;
+
+	CHECK_EQ(evd_policy_create("adaptive", &p), 0);
+	for (int i = 0; i < 4000 || src != last; i++) {
+		struct evd_policy_input in = { .now_ns = now + 100, .idle_ns = 100, .idle_rounds = 1 };
+
+		CHECK(evd_policy_decide(p, &in, &arg) >= 0); /* an idle gap: the loop decided */
+		now += src == 1 ? shrt : lng;
+		src = 1 + test_xorshift(&rnd) % 2;
+		if (per_source)
+			evd_policy_source_events(p, now, src, 1);
+		evd_policy_events(p, now, 1);
+	}
+	for (uint64_t idle = 0; idle < shrt; idle += 100) {
+		struct evd_policy_input in = { .now_ns = now + idle, .idle_ns = idle,
+					       .idle_rounds = idle / 100 + 1 };
+
+		if (evd_policy_decide(p, &in, &arg) == EVD_ACTION_SLEEP) {
+			t = idle;
+			break;
+		}
+	}
+	evd_policy_destroy(p);
+	return t;
+}
+
+static void
+test_adaptive_per_source_contexts(void)
+{
+	CHECK_EQ(per_source_sleep_after(true, 2), 0);          /* late next: sleeps at once */
+	CHECK_EQ(per_source_sleep_after(true, 1), UINT64_MAX); /* soon next: spins */
+	CHECK_EQ(per_source_sleep_after(false, 2), UINT64_MAX); /* not told: spins after both */
+	CHECK_EQ(per_source_sleep_after(false, 1), UINT64_MAX);
+}
+
 int
 main(void)
 {
@@ -492,6 +544,7 @@ main(void)
 	TEST(test_adaptive_learns);
 	TEST(test_adaptive_prewake);
 	TEST(test_adaptive_prewake_per_source);
+	TEST(test_adaptive_per_source_contexts);
 	TEST(test_calibration);
 	TEST(test_user_policy);
 	return 0;

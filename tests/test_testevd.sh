@@ -120,6 +120,31 @@ for p in ["intr", "poll"]:
     assert r >= h - 1e-3, f"{p} ({r}) beat the best threshold in hindsight ({h})"
 print(f"ok: hindsight {h:.3f}, per context {hc:.3f}, adaptive {ad:.3f}")
 PY
+# per source: two sources in a random order; after source 1 the next gap is
+# 15 us, after source 2 it is 2 ms. The previous gap tells nothing, the
+# source does: with the ids in the trace (told as a loop of several sources
+# tells its policy) adaptive learns per source and beats every threshold
+# per previous gap; the same gaps without ids it cannot.
+python3 -c '
+import random
+r, prev = random.Random(5), 1
+for i in range(4000):
+    s = r.choice([1, 2]); print(15000 if prev == 1 else 2000000, s); prev = s' > "$tmp/src.txt"
+cut -d" " -f1 "$tmp/src.txt" > "$tmp/nosrc.txt"
+check "score, two sources" 0 "$testevd" --score --policy adaptive --calibration "$tmp/cal.txt" \
+	--trace "$tmp/src.txt" --json "$tmp/src.json"
+check "score, the same gaps, no sources" 0 "$testevd" --score --policy adaptive --calibration "$tmp/cal.txt" \
+	--trace "$tmp/nosrc.txt" --json "$tmp/nosrc.json"
+python3 - "$tmp/src.json" "$tmp/nosrc.json" <<'PY' || fail=1
+import json, sys
+a, b = json.load(open(sys.argv[1]))[0], json.load(open(sys.argv[2]))[0]
+assert a["hindsight_context_ratio"] <= 1.001, a     # per source and previous gap: the oracle's choices
+assert b["hindsight_context_ratio"] >= 1.10, b      # per previous gap only: no
+assert a["competitive_ratio"] < b["hindsight_context_ratio"], (a, b)
+assert a["competitive_ratio"] < b["competitive_ratio"], (a, b)
+print(f"ok: two sources: adaptive {a['competitive_ratio']:.3f} told the sources, "
+      f"{b['competitive_ratio']:.3f} not told; best per previous gap {b['hindsight_context_ratio']:.3f}")
+PY
 printf '1000\n2000 1\n# a comment\n\n3000\n' > "$tmp/t.txt"
 check "score, text trace" 0 "$testevd" --score --trace "$tmp/t.txt" --json "$tmp/t.json"
 python3 -c "import json,sys; r=json.load(open(sys.argv[1]))[0]; assert r['events']==3, r" "$tmp/t.json" || fail=1

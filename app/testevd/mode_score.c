@@ -74,19 +74,36 @@ oracle(uint64_t g, double lambda)
 
 /*
  * Hindsight: the best spin threshold for the whole trace, and the best one
- * per context (the previous gap: < 4 us, < 64 us, < 1 ms, longer, as
- * adaptive splits them), chosen after seeing every gap. No online
+ * per context (the previous gap: < 4 us, < 64 us, < 1 ms, longer, and in a
+ * trace of several sources the source that ended it, as adaptive splits
+ * them; the first 8 sources, more share the 8th), chosen after seeing
+ * every gap. No online
  * threshold rule of that shape can cost less, so the two ratios say how
  * much of a policy's distance to the oracle is learning and how much is
  * the shape (a threshold) itself.
  */
-#define HS_CTX 4
+#define HS_GAPS 4
+#define HS_SOURCES 8
+#define HS_CTX (HS_GAPS * HS_SOURCES)
 #define HS_T 97 /* t = 0, 256 ns x 2^(k/4) for k < 95, never */
 
 static int
 hs_context(uint64_t g)
 {
 	return g < 4000 ? 0 : g < 64000 ? 1 : g < 1000000 ? 2 : 3;
+}
+
+/* The index of a source id, in the order they first appear. */
+static int
+hs_source(uint32_t *ids, int *n, uint32_t id)
+{
+	int k = 0;
+
+	while (k < *n && ids[k] != id)
+		k++;
+	if (k == *n && *n < HS_SOURCES)
+		ids[(*n)++] = id;
+	return RTE_MIN(k, HS_SOURCES - 1);
 }
 
 static double
@@ -97,14 +114,17 @@ hs_t(int j)
 
 struct hindsight {
 	double ratio, ctx_ratio;
-	double t_ns, ctx_t_ns[HS_CTX]; /* INFINITY: never sleep */
+	double t_ns, ctx_t_ns[HS_GAPS]; /* the first source's; INFINITY: never sleep */
+	int sources;
 };
 
 static int
 hindsight(const struct trace *t, double lambda, double oracle_cost, struct hindsight *h)
 {
 	double (*c)[HS_T] = calloc(HS_CTX, sizeof(*c));
-	int ctx = HS_CTX - 1;
+	int ctx = HS_GAPS - 1;
+	uint32_t ids[HS_SOURCES];
+	int n_ids = 0;
 	double all_best = INFINITY, ctx_sum = 0;
 
 	if (c == NULL)
@@ -117,7 +137,7 @@ hindsight(const struct trace *t, double lambda, double oracle_cost, struct hinds
 
 			c[ctx][j] += g <= th ? g : th + b_ns + lambda * wake_latency((uint64_t)(g - th));
 		}
-		ctx = hs_context(t->gap_ns[i]);
+		ctx = hs_context(t->gap_ns[i]) + HS_GAPS * hs_source(ids, &n_ids, t->source[i]);
 	}
 	for (int j = 0; j < HS_T; j++) {
 		double sum = 0;
@@ -135,10 +155,12 @@ hindsight(const struct trace *t, double lambda, double oracle_cost, struct hinds
 		for (int j = 0; j < HS_T; j++)
 			if (c[k][j] < best) {
 				best = c[k][j];
-				h->ctx_t_ns[k] = hs_t(j);
+				if (k < HS_GAPS)
+					h->ctx_t_ns[k] = hs_t(j);
 			}
 		ctx_sum += best;
 	}
+	h->sources = n_ids;
 	h->ratio = oracle_cost > 0 ? all_best / oracle_cost : 1.0;
 	h->ctx_ratio = oracle_cost > 0 ? ctx_sum / oracle_cost : 1.0;
 	free(c);
@@ -195,13 +217,16 @@ simulate(const char *spec, const struct trace *t, double lambda, struct score *s
 	uint64_t now = 1000000000ull;
 	int rc = evd_policy_create(spec, &p);
 	int mode = EVD_MODE_POLL;
+	bool multi = false;
 
 	if (rc < 0)
 		return rc;
 	memset(s, 0, sizeof(*s));
 	snprintf(s->policy, sizeof(s->policy), "%s", spec);
-	for (size_t i = 0; i < t->n; i++)
+	for (size_t i = 0; i < t->n; i++) {
 		s->tl_window_ns += (double)t->gap_ns[i];
+		multi |= t->source[i] != t->source[0];
+	}
 	s->tl_window_ns = s->tl_window_ns / TL_WINDOWS + 1;
 	for (size_t i = 0; i < t->n; i++) {
 		uint64_t g = t->gap_ns[i], tt = 0, rounds = 0, late = 0;
@@ -211,7 +236,7 @@ simulate(const char *spec, const struct trace *t, double lambda, struct score *s
 		while (tt < g) {
 			struct evd_policy_input in = {
 				.now_ns = now + tt, .idle_ns = tt, .idle_rounds = ++rounds,
-				.last_burst = 1, .n_sources = 1,
+				.last_burst = 1, .n_sources = multi ? 2 : 1,
 			};
 			uint64_t arg = 0;
 			enum evd_action a = evd_policy_decide(p, &in, &arg);
@@ -267,6 +292,8 @@ simulate(const char *spec, const struct trace *t, double lambda, struct score *s
 			mode = EVD_MODE_POLL;
 		}
 		now += g;
+		if (multi) /* as a loop of several sources tells its policy */
+			evd_policy_source_events(p, now, t->source[i], 1);
 		evd_policy_events(p, now, 1);
 		s->cpu_ns += cpu;
 		s->cost += cpu + lambda * (double)late;
@@ -323,7 +350,7 @@ score_mode(const struct opts *o)
 	struct trace t;
 	FILE *jf = NULL;
 	struct hindsight h = { 0 };
-	char buf[HS_CTX][32];
+	char buf[HS_GAPS][32];
 	int rc;
 
 	if (s == NULL)
@@ -358,8 +385,9 @@ score_mode(const struct opts *o)
 	} else {
 		printf("\n  hindsight, the best spin threshold chosen after the trace: ratio %.3f (%s)\n",
 		       h.ratio, us_or_never(h.t_ns, buf[0], sizeof(buf[0])));
-		printf("  and one per context (previous gap < 4 us, < 64 us, < 1 ms, longer): ratio %.3f"
-		       " (%s, %s, %s, %s)\n", h.ctx_ratio,
+		printf("  and one per context (previous gap < 4 us, < 64 us, < 1 ms, longer%s): ratio %.3f"
+		       " (%s%s, %s, %s, %s)\n", h.sources > 1 ? "; x the source that ended it" : "",
+		       h.ctx_ratio, h.sources > 1 ? "first source: " : "",
 		       us_or_never(h.ctx_t_ns[0], buf[0], sizeof(buf[0])),
 		       us_or_never(h.ctx_t_ns[1], buf[1], sizeof(buf[1])),
 		       us_or_never(h.ctx_t_ns[2], buf[2], sizeof(buf[2])),

@@ -104,7 +104,9 @@ static const struct evd_policy_ops intr_policy = {
  * ski-rental threshold on [0, B] (e/(e-1)-competitive). A busy period keeps
  * it polling by itself: its gaps are short, so T covers them. Gaps come in
  * runs (a burst, then a silence), so there is one histogram and one T per
- * context, the length of the previous gap (< 4 us, < 64 us, < 1 ms, more).
+ * context, the length of the previous gap (< 4 us, < 64 us, < 1 ms, more),
+ * and in a loop of several sources the source whose completion began the
+ * gap (the pre-wake slot it has: up to 8).
  * Busy-period lock-in: after a round that found a burst, spin at least B.
  *
  * Pre-wake: the long gaps (over PW_MIN_NS) also feed a running mean and mean
@@ -123,7 +125,7 @@ static const struct evd_policy_ops intr_policy = {
  * sleep), spin_pct and pause_ns (for learn=0).
  */
 #define GAP_BINS 48
-#define CONTEXTS 4  /* the previous gap: < 4 us, < 64 us, < 1 ms, longer */
+#define GAP_CONTEXTS 4 /* the previous gap: < 4 us, < 64 us, < 1 ms, longer */
 #define YOUNG 32
 #define DECAY_EVERY 4096 /* gaps */
 #define LEARN_EVERY 256 /* idle gaps */
@@ -131,6 +133,7 @@ static const struct evd_policy_ops intr_policy = {
 #define PW_RUN 8        /* periodic after this many long gaps in a row... */
 #define PW_CV 0.125     /* ...each within this part of the mean */
 #define PW_SLOTS 8      /* sources followed for pre-wake; more share the least recent slot */
+#define CONTEXTS (GAP_CONTEXTS * PW_SLOTS) /* x the source that ended the gap */
 
 /* Pre-wake state of one source: its long gaps' running mean and mean
  * deviation, and, when it is periodic and waking early pays, the window
@@ -169,6 +172,8 @@ struct adaptive {
 	/* pre-wake */
 	bool prewake;
 	bool per_source;              /* the loop tells which source each round served */
+	uint32_t slot_ctx;            /* GAP_CONTEXTS x the slot of the source served last */
+	uint32_t n_ctx_used;          /* contexts in use: GAP_CONTEXTS x (highest slot + 1) */
 	uint32_t pw_active;           /* slots with a pre-wake set */
 	struct pw_slot pw[PW_SLOTS];  /* per source (slot 0 only: the loop as one source) */
 	/* cost[j][i]: the cost of threshold j (edge j; 0: sleep at once; GAP_BINS:
@@ -207,9 +212,9 @@ gap_bin(uint64_t g)
 		return 0;
 	if (g >= (1ull << 32))
 		return GAP_BINS - 1;
-	msb = 63 - __builtin_clzll(g);
+	msb = 63 - __builtin_clzll(g); /* 8 to 31 */
 	i = 2 * (msb - 8) + (g * g >= (1ull << (2 * msb + 1)));
-	return i < GAP_BINS ? i : GAP_BINS - 1;
+	return i; /* at most 47 = GAP_BINS - 1 */
 }
 
 static void
@@ -243,12 +248,15 @@ best_threshold(const struct adaptive *a, const double *w)
 {
 	double best = INFINITY;
 	uint64_t best_t = 0;
-	int nz[GAP_BINS], n = 0;
+	int nz[GAP_BINS], n = 0, last;
 
 	for (int i = 0; i < GAP_BINS; i++) /* a loaded loop's gaps fill few bins */
 		if (w[i] > 0)
 			nz[n++] = i;
-	for (int j = 0; j <= GAP_BINS && a->t_ns[j] <= a->cap_ns; j++) {
+	/* thresholds above the longest gap all cost what spinning costs: the
+	 * first of them (which the strict < below would keep) ends the search */
+	last = n > 0 ? nz[n - 1] + 1 : 0;
+	for (int j = 0; j <= last && a->t_ns[j] <= a->cap_ns; j++) {
 		double cost = 0;
 
 		for (int k = 0; k < n; k++)
@@ -270,17 +278,17 @@ learn_threshold(struct adaptive *a, bool decay)
 	double all[GAP_BINS] = { 0 };
 	uint64_t pooled;
 
-	for (int c = 0; c < CONTEXTS; c++)
+	for (uint32_t c = 0; c < a->n_ctx_used; c++)
 		for (int i = 0; i < GAP_BINS; i++)
 			all[i] += a->w[c][i];
 	pooled = best_threshold(a, all);
-	for (int c = 0; c < CONTEXTS; c++) {
+	for (uint32_t c = 0; c < a->n_ctx_used; c++) {
 		a->ctx_threshold[c] = a->n_ctx[c] >= YOUNG ? best_threshold(a, a->w[c]) : pooled;
 		for (int i = 0; decay && i < GAP_BINS; i++)
 			a->w[c][i] *= 0.5;
 	}
 	EVD_LOG(DEBUG, "policy adaptive: %" PRIu64 " gaps; spin thresholds per context "
-		"(previous gap < 4 us, < 64 us, < 1 ms, longer): %" PRId64 " %" PRId64 " %" PRId64
+		"(previous gap < 4 us, < 64 us, < 1 ms, longer; the first source's): %" PRId64 " %" PRId64 " %" PRId64
 		" %" PRId64 " ns (-1: never sleep)", a->samples,
 		a->ctx_threshold[0] == UINT64_MAX ? -1 : (int64_t)a->ctx_threshold[0],
 		a->ctx_threshold[1] == UINT64_MAX ? -1 : (int64_t)a->ctx_threshold[1],
@@ -324,6 +332,8 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 	a->next_update = LEARN_EVERY;
 	a->next_decay = DECAY_EVERY;
 	a->next_check = YOUNG;
+	a->last_event_ns = UINT64_MAX;
+	a->n_ctx_used = GAP_CONTEXTS; /* slot 0: the loop as its one source */
 	cost_table(a);
 	young_threshold(a);
 	EVD_LOG(DEBUG, "policy adaptive: %s, B %" PRIu64 " ns, lambda %.2f, cap %" PRIu64 " ns",
@@ -412,24 +422,30 @@ prewake_learn(struct adaptive *a, struct pw_slot *sl, uint64_t now, uint64_t g)
 	a->pw_active += (sl->wake_at != 0) - was;
 }
 
-/* The slot of a source: its own, or a free one, or the least recent. */
+/* The slot of a source: its own, or a free one, or the least recent (whose
+ * pre-wake and gap histograms start again). */
 static struct pw_slot *
 pw_slot_of(struct adaptive *a, uint32_t id)
 {
-	struct pw_slot *oldest = &a->pw[0];
+	struct pw_slot *oldest = NULL;
+	uint32_t c0;
 
 	for (int i = 0; i < PW_SLOTS; i++) {
 		struct pw_slot *sl = &a->pw[i];
 
 		if (sl->used && sl->id == id)
 			return sl;
-		if (!sl->used || (oldest->used && sl->last_ns < oldest->last_ns))
-			oldest = sl;
+		if (oldest == NULL || (oldest->used && (!sl->used || sl->last_ns < oldest->last_ns)))
+			oldest = sl; /* the first free slot, else the least recent */
 	}
 	a->pw_active -= oldest->wake_at != 0;
 	memset(oldest, 0, sizeof(*oldest));
 	oldest->used = true;
 	oldest->id = id;
+	c0 = GAP_CONTEXTS * (uint32_t)(oldest - a->pw);
+	memset(a->w[c0], 0, GAP_CONTEXTS * sizeof(a->w[0]));
+	memset(&a->n_ctx[c0], 0, GAP_CONTEXTS * sizeof(a->n_ctx[0]));
+	a->n_ctx_used = RTE_MAX(a->n_ctx_used, c0 + GAP_CONTEXTS);
 	return oldest;
 }
 
@@ -451,11 +467,20 @@ adaptive_source_events(void *st, uint64_t now, uint32_t id, uint32_t n)
 {
 	struct adaptive *a = st;
 
+	struct pw_slot *sl;
+
 	RTE_SET_USED(n);
-	if (!a->learn || !a->prewake)
+	if (!a->learn)
 		return;
 	a->per_source = true;
-	prewake_source(a, pw_slot_of(a, id), now);
+	sl = pw_slot_of(a, id);
+	/* the gap that ends at the next completion is learned in this
+	 * source's contexts (a round that served several: the last one) */
+	a->slot_ctx = GAP_CONTEXTS * (uint32_t)(sl - a->pw);
+	if (a->prewake)
+		prewake_source(a, sl, now);
+	else
+		sl->last_ns = now;
 }
 
 /* A round found completions: the idle gap before it is one sample. A round
@@ -471,14 +496,14 @@ adaptive_events(void *st, uint64_t now, uint32_t n)
 	if (!a->learn)
 		return;
 	a->lock_in = n > 1;
-	if (a->last_event_ns != 0 && now >= a->last_event_ns) {
+	if (now >= a->last_event_ns) { /* UINT64_MAX before the first */
 		uint64_t g = now - a->last_event_ns;
 
 		a->w[a->ctx][gap_bin(g)] += 1.0;
 		if (a->n_ctx[a->ctx] < YOUNG)
 			a->n_ctx[a->ctx]++; /* only "young or not" matters */
 		a->samples++;
-		a->ctx = gap_context(g);
+		a->ctx = gap_context(g) + (int)a->slot_ctx;
 		/* the loop as its one source: its long gaps are the source's */
 		if (unlikely(g >= PW_MIN_NS) && a->prewake && !a->per_source)
 			prewake_learn(a, &a->pw[0], now, g);
@@ -514,16 +539,18 @@ static void
 adaptive_describe(const void *st, char *buf, size_t len)
 {
 	const struct adaptive *a = st;
-	uint64_t t[CONTEXTS], samples = __atomic_load_n(&a->samples, __ATOMIC_RELAXED);
+	uint64_t t[GAP_CONTEXTS], samples = __atomic_load_n(&a->samples, __ATOMIC_RELAXED);
 	uint32_t pw = __atomic_load_n(&a->pw_active, __ATOMIC_RELAXED);
+	uint32_t c0 = __atomic_load_n(&a->slot_ctx, __ATOMIC_RELAXED);
 
 	if (!a->learn) {
 		snprintf(buf, len, "fixed budget_ns=%" PRIu64 " spin_ns=%" PRIu64, a->budget_ns,
 			 a->spin_ns);
 		return;
 	}
-	for (int c = 0; c < CONTEXTS; c++)
-		t[c] = __atomic_load_n(&a->ctx_threshold[c], __ATOMIC_RELAXED);
+	/* the contexts of the source served last (of the loop: one source) */
+	for (int c = 0; c < GAP_CONTEXTS; c++)
+		t[c] = __atomic_load_n(&a->ctx_threshold[c0 + c], __ATOMIC_RELAXED);
 	if (samples < YOUNG) {
 		snprintf(buf, len, "young gaps=%" PRIu64 " B_ns=%" PRIu64, samples,
 			 a->env->sleep_wake_ns);
