@@ -248,14 +248,16 @@ best_threshold(const struct adaptive *a, const double *w)
 {
 	double best = INFINITY;
 	uint64_t best_t = 0;
-	int nz[GAP_BINS], n = 0, last;
+	int nz[GAP_BINS] = { 0 }, n = 0, last = 0;
 
-	for (int i = 0; i < GAP_BINS; i++) /* a loaded loop's gaps fill few bins */
-		if (w[i] > 0)
+	/* a loaded loop's gaps fill few bins; thresholds above the longest gap
+	 * all cost what spinning costs: the first of them (which the strict <
+	 * below would keep) ends the search */
+	for (int i = 0; i < GAP_BINS; i++)
+		if (w[i] > 0) {
 			nz[n++] = i;
-	/* thresholds above the longest gap all cost what spinning costs: the
-	 * first of them (which the strict < below would keep) ends the search */
-	last = n > 0 ? nz[n - 1] + 1 : 0;
+			last = i + 1;
+		}
 	for (int j = 0; j <= last && a->t_ns[j] <= a->cap_ns; j++) {
 		double cost = 0;
 
