@@ -168,6 +168,24 @@ test_adaptive_decisions(void)
 	CHECK_EQ(evd_loop_destroy(loop), 0);
 }
 
+/* The idle time after a completion at now at which the policy first
+ * decides to sleep, in empty rounds of 100 ns (UINT64_MAX: not before
+ * limit). */
+static uint64_t
+first_sleep(struct evd_policy *p, uint64_t now, uint64_t limit)
+{
+	uint64_t arg;
+
+	for (uint64_t idle = 0; idle < limit; idle += 100) {
+		struct evd_policy_input in = { .now_ns = now + idle, .idle_ns = idle,
+					       .idle_rounds = idle / 100 + 1 };
+
+		if (evd_policy_decide(p, &in, &arg) == EVD_ACTION_SLEEP)
+			return idle;
+	}
+	return UINT64_MAX;
+}
+
 /* Drive a policy instance with gaps all equal to g; return the idle time
  * after which it first decides to sleep (UINT64_MAX: it never does within
  * 10 ms). */
@@ -175,22 +193,14 @@ static uint64_t
 sleep_after(const char *spec, uint64_t g)
 {
 	struct evd_policy *p;
-	uint64_t now = 1000000000ull, arg, t = UINT64_MAX;
+	uint64_t now = 1000000000ull, t;
 
 	CHECK_EQ(evd_policy_create(spec, &p), 0);
 	for (int i = 0; i < 500; i++) {
 		now += g;
 		evd_policy_events(p, now, 1);
 	}
-	for (uint64_t idle = 0; idle < 10000000; idle += 100) {
-		struct evd_policy_input in = { .now_ns = now + idle, .idle_ns = idle,
-					       .idle_rounds = idle / 100 + 1 };
-
-		if (evd_policy_decide(p, &in, &arg) == EVD_ACTION_SLEEP) {
-			t = idle;
-			break;
-		}
-	}
+	t = first_sleep(p, now, 10000000);
 	evd_policy_destroy(p);
 	return t;
 }
@@ -498,7 +508,7 @@ per_source_sleep_after(bool per_source, uint32_t last)
 	const struct evd_policy_env *env = evd_policy_env_get();
 	uint64_t shrt = (env->sleep_wake_ns + env->wake_ns[0]) / 3;
 	uint64_t lng = 20 * (env->sleep_wake_ns + env->wake_ns[EVD_ENV_WAKE_POINTS - 1]);
-	uint64_t rnd = 7, now = 1000000000ull, arg, t = UINT64_MAX;
+	uint64_t rnd = 7, now = 1000000000ull, arg, t;
 	uint32_t src = 1;
 	struct evd_policy *p;
 
@@ -513,15 +523,7 @@ per_source_sleep_after(bool per_source, uint32_t last)
 			evd_policy_source_events(p, now, src, 1);
 		evd_policy_events(p, now, 1);
 	}
-	for (uint64_t idle = 0; idle < shrt; idle += 100) {
-		struct evd_policy_input in = { .now_ns = now + idle, .idle_ns = idle,
-					       .idle_rounds = idle / 100 + 1 };
-
-		if (evd_policy_decide(p, &in, &arg) == EVD_ACTION_SLEEP) {
-			t = idle;
-			break;
-		}
-	}
+	t = first_sleep(p, now, shrt);
 	evd_policy_destroy(p);
 	return t;
 }
