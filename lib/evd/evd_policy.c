@@ -163,6 +163,7 @@ struct adaptive {
 	int ctx;                      /* the context of the gap under way */
 	uint64_t threshold_ns;        /* for the gap under way */
 	uint64_t ctx_threshold[CONTEXTS];
+	uint64_t pooled_ns;           /* the threshold of all contexts together */
 	uint64_t idle_gaps;           /* gaps in which the loop had to decide */
 	uint64_t next_update;         /* idle_gaps at the next update: +256 */
 	uint64_t next_decay;          /* samples at the next halving: 4096, then +4096 */
@@ -284,13 +285,14 @@ learn_threshold(struct adaptive *a, bool decay)
 		for (int i = 0; i < GAP_BINS; i++)
 			all[i] += a->w[c][i];
 	pooled = best_threshold(a, all);
+	a->pooled_ns = pooled;
 	for (uint32_t c = 0; c < a->n_ctx_used; c++) {
 		a->ctx_threshold[c] = a->n_ctx[c] >= YOUNG ? best_threshold(a, a->w[c]) : pooled;
 		for (int i = 0; decay && i < GAP_BINS; i++)
 			a->w[c][i] *= 0.5;
 	}
 	EVD_LOG(DEBUG, "policy adaptive: %" PRIu64 " gaps; spin thresholds per context "
-		"(previous gap < 4 us, < 64 us, < 1 ms, longer; the first source's): %" PRId64 " %" PRId64 " %" PRId64
+		"(previous gap < 4 us, < 64 us, < 1 ms, longer; slot 0): %" PRId64 " %" PRId64 " %" PRId64
 		" %" PRId64 " ns (-1: never sleep)", a->samples,
 		a->ctx_threshold[0] == UINT64_MAX ? -1 : (int64_t)a->ctx_threshold[0],
 		a->ctx_threshold[1] == UINT64_MAX ? -1 : (int64_t)a->ctx_threshold[1],
@@ -447,6 +449,8 @@ pw_slot_of(struct adaptive *a, uint32_t id)
 	c0 = GAP_CONTEXTS * (uint32_t)(oldest - a->pw);
 	memset(a->w[c0], 0, GAP_CONTEXTS * sizeof(a->w[0]));
 	memset(&a->n_ctx[c0], 0, GAP_CONTEXTS * sizeof(a->n_ctx[0]));
+	for (uint32_t c = c0; c < c0 + GAP_CONTEXTS; c++)
+		a->ctx_threshold[c] = a->pooled_ns; /* young: what all sources teach */
 	a->n_ctx_used = RTE_MAX(a->n_ctx_used, c0 + GAP_CONTEXTS);
 	return oldest;
 }
@@ -468,7 +472,6 @@ static void
 adaptive_source_events(void *st, uint64_t now, uint32_t id, uint32_t n)
 {
 	struct adaptive *a = st;
-
 	struct pw_slot *sl;
 
 	RTE_SET_USED(n);
