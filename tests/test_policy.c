@@ -528,9 +528,35 @@ per_source_sleep_after(bool per_source, uint32_t last)
 	return t;
 }
 
+/* A source seen for the first time after adaptive has learned starts from
+ * what all sources taught (here: spin through short gaps), not from 0. */
+static void
+new_source_starts_pooled(void)
+{
+	const struct evd_policy_env *env = evd_policy_env_get();
+	uint64_t shrt = (env->sleep_wake_ns + env->wake_ns[0]) / 3, now = 1000000000ull, arg;
+	struct evd_policy *p;
+
+	CHECK_EQ(evd_policy_create("adaptive", &p), 0);
+	for (int i = 0; i < 2000; i++) {
+		struct evd_policy_input in = { .now_ns = now + 100, .idle_ns = 100, .idle_rounds = 1 };
+
+		CHECK(evd_policy_decide(p, &in, &arg) >= 0);
+		now += shrt;
+		evd_policy_source_events(p, now, 1, 1);
+		evd_policy_events(p, now, 1);
+	}
+	now += shrt;
+	evd_policy_source_events(p, now, 2, 1); /* a new source */
+	evd_policy_events(p, now, 1);
+	CHECK_EQ(first_sleep(p, now, shrt), UINT64_MAX);
+	evd_policy_destroy(p);
+}
+
 static void
 test_adaptive_per_source_contexts(void)
 {
+	new_source_starts_pooled();
 	CHECK_EQ(per_source_sleep_after(true, 2), 0);          /* late next: sleeps at once */
 	CHECK_EQ(per_source_sleep_after(true, 1), UINT64_MAX); /* soon next: spins */
 	CHECK_EQ(per_source_sleep_after(false, 2), UINT64_MAX); /* not told: spins after both */
