@@ -108,6 +108,7 @@ assert rx["sleeps"] > 0, f"{name}: the forwarder never slept: {rx}"
 assert 0 < tx["latency_us"]["p50"] <= tx["latency_us"]["max"], tx["latency_us"]
 # the histogram holds every round trip, in increasing bins, and its bins
 # give back the percentiles the report printed
+assert tx["sender_stalls"] >= 0 and (tx["sender_stalls"] == 0) == (tx["sender_stall_max_us"] == 0), tx
 h = tx["rtt_histogram_ns"]
 assert sum(c for _, c in h) == sent, f"{name}: histogram holds {sum(c for _, c in h)} of {sent}"
 assert all(a[0] < b[0] for a, b in zip(h, h[1:])), h

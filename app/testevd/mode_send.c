@@ -37,6 +37,9 @@ struct tx {
 	uint64_t returned;
 	uint64_t slow; /* round trips over 5 ms: a forwarder that overslept */
 	uint64_t tsc_mhz;
+	/* the sender's own stalls: gaps in its spin over 1 ms (the VM did not
+	 * run it), to tell a stalled VM from a stalled forwarder */
+	uint64_t last_spin, stalls, stall_max;
 };
 
 /* Take what came back: round trips of the pattern's packets. */
@@ -46,6 +49,12 @@ echo_poll(struct tx *t)
 	struct rte_mbuf *pkts[32];
 	uint16_t n = rte_eth_rx_burst(t->port, 0, pkts, RTE_DIM(pkts));
 	uint64_t now = rte_rdtsc();
+
+	if (t->last_spin != 0 && now - t->last_spin > t->tsc_mhz * 1000) {
+		t->stalls++;
+		t->stall_max = RTE_MAX(t->stall_max, now - t->last_spin);
+	}
+	t->last_spin = now;
 
 	for (uint16_t i = 0; i < n; i++) {
 		const struct testevd_payload *p = testevd_payload_of(pkts[i]);
@@ -264,6 +273,8 @@ send_mode(const struct opts *o)
 		echo_poll(&t);
 		t.returned = 0;
 		t.slow = 0;
+		t.stalls = 0;
+		t.stall_max = 0;
 		memset(t.rtt, 0, sizeof(*t.rtt));
 	}
 	if (o->peer_pid_file != NULL) {
@@ -311,6 +322,8 @@ send_mode(const struct opts *o)
 		res->events_lost = res->events_sent - t.returned;
 		res->echo = true;
 		res->rtt_over_5ms = t.slow;
+		res->sender_stalls = t.stalls;
+		res->sender_stall_max_us = (double)t.stall_max / (double)t.tsc_mhz;
 	}
 	res->wall_ns = (t1 - t0) * 1000 / (rte_get_tsc_hz() / 1000000);
 	res->runs = 1;
@@ -324,6 +337,8 @@ send_mode(const struct opts *o)
 		       "p99 %.1f us, p99.9 %.1f us, max %.1f us; %" PRIu64 " over 5 ms\n",
 		       t.returned, res->events_lost, res->lat_us[0], res->lat_us[1],
 		       res->lat_us[2], res->lat_us[3], t.slow);
+		printf("  sender: %" PRIu64 " stalls over 1 ms in its own spin, longest %.0f us\n",
+		       t.stalls, res->sender_stall_max_us);
 		if (res->has_peer_cpu)
 			printf("  forwarder (pid %ld) CPU over the run: %.2f %%\n", peer,
 			       res->peer_cpu_pct);

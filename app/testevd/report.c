@@ -179,6 +179,8 @@ json_one(FILE *f, const struct result *r, const char *ind)
 		bool first = true;
 
 		fprintf(f, "%s  \"rtt_over_5ms\": %" PRIu64 ",\n", ind, r->rtt_over_5ms);
+		fprintf(f, "%s  \"sender_stalls\": %" PRIu64 ", \"sender_stall_max_us\": %.0f,\n", ind,
+			r->sender_stalls, r->sender_stall_max_us);
 		/* every round trip, binned (16 bins per octave; [top ns, count]),
 		 * so that runs can be pooled and their percentiles compared */
 		fprintf(f, "%s  \"rtt_histogram_ns\": [", ind);

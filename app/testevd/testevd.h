@@ -114,6 +114,8 @@ struct result {
 	double cpu_pct;
 	bool echo;             /* --send --echo: latency is the round trip */
 	uint64_t rtt_over_5ms; /* --echo: round trips over 5 ms */
+	uint64_t sender_stalls;      /* --echo: gaps over 1 ms in the sender's spin */
+	double sender_stall_max_us;
 	bool has_peer_cpu;   /* --echo --peer-pid-file: */
 	double peer_cpu_pct; /* the forwarder's CPU over the run */
 	double events_per_s;
