@@ -2,7 +2,8 @@
 /*
  * --compare: the same pattern (same seed) under poll, intr and adaptive.
  * With --rounds N the three runs are interleaved N times and summed, so that
- * a shared VM's drift hits every policy alike.
+ * a shared VM's drift hits every policy alike; the order turns each round,
+ * so that no policy always runs first, or right after the same one.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -26,7 +27,8 @@ compare(const struct opts *o)
 	printf("testevd: pattern %s for %.1f s on the %s source, policies poll, intr, adaptive,"
 	       " %u round(s)\n", o->pattern, o->duration_s, o->source, o->rounds);
 	for (unsigned int k = 0; k < o->rounds; k++) {
-		for (unsigned int i = 0; i < N_POLICIES; i++) {
+		for (unsigned int j = 0; j < N_POLICIES; j++) {
+			unsigned int i = (j + k) % N_POLICIES;
 			/* adaptive takes its tuning from --policy when that names it */
 			const char *p = i == 2 && strncmp(o->policy, "adaptive", 8) == 0 ? o->policy
 											 : policies[i];
