@@ -553,6 +553,33 @@ new_source_starts_pooled(void)
 	evd_policy_destroy(p);
 }
 
+/* guard_us: while the last completion is under a second old, every sleep
+ * is bounded by it (a wake the platform loses costs at most that); off by
+ * default; an idle loop sleeps unbounded again. */
+static uint64_t
+sleep_arg(const char *spec, uint64_t idle)
+{
+	struct evd_policy *p;
+	struct evd_policy_input in = { .now_ns = 1000000000ull + idle, .idle_ns = idle,
+				       .idle_rounds = 1 };
+	uint64_t arg = 12345;
+
+	CHECK_EQ(evd_policy_create(spec, &p), 0);
+	evd_policy_events(p, 1000000000ull, 1);
+	CHECK(evd_policy_decide(p, &in, &arg) == EVD_ACTION_SLEEP);
+	evd_policy_destroy(p);
+	return arg;
+}
+
+static void
+test_adaptive_guard(void)
+{
+	CHECK_EQ(sleep_arg("adaptive:guard_us=10000", 5000000), 10000000); /* past any spin */
+	CHECK_EQ(sleep_arg("adaptive:guard_us=10000", 2000000000ull), 0);
+	CHECK_EQ(sleep_arg("adaptive", 5000000), 0);
+	CHECK_EQ(evd_policy_create("adaptive:guard_us=1000001", &(struct evd_policy *){ NULL }), -EINVAL);
+}
+
 static void
 test_adaptive_per_source_contexts(void)
 {
@@ -573,6 +600,7 @@ main(void)
 	TEST(test_adaptive_prewake);
 	TEST(test_adaptive_prewake_per_source);
 	TEST(test_adaptive_per_source_contexts);
+	TEST(test_adaptive_guard);
 	TEST(test_calibration);
 	TEST(test_user_policy);
 	return 0;

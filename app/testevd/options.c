@@ -47,7 +47,7 @@ testevd_usage(FILE *f, const char *prog)
 		"\n"
 		"What to run:\n"
 		"  --policy SPEC     policy (default adaptive): poll, intr,\n"
-		"                    adaptive[:budget_us=N,lambda_pct=N,prewake=0|1,learn=0|1,...],\n"
+		"                    adaptive[:budget_us=N,lambda_pct=N,prewake=0|1,guard_us=N,...],\n"
 		"                    or a baseline: l3fwd, pmdmgmt, napi, haltpoll, ski2, ski-rand\n"
 		"  --pattern NAME    arrival pattern (default demo):\n",
 		prog);

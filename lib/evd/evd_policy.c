@@ -121,7 +121,8 @@ static const struct evd_policy_ops intr_policy = {
  *
  * Keys: lambda_pct (lambda x 100; default 100), budget_us (a cap on T: the
  * longest the core stays busy after the last completion), prewake (0 turns
- * pre-wake off; default 1), learn=0 (the first version: spin B, pause,
+ * pre-wake off; default 1), guard_us (while the last completion is under
+ * a second old, bound every sleep at this; default 0: off), learn=0 (the first version: spin B, pause,
  * sleep), spin_pct and pause_ns (for learn=0).
  */
 #define GAP_BINS 48
@@ -129,6 +130,8 @@ static const struct evd_policy_ops intr_policy = {
 #define YOUNG 32
 #define DECAY_EVERY 4096 /* gaps */
 #define LEARN_EVERY 256 /* idle gaps */
+#define GUARD_US 0      /* guard_us: while traffic is recent, sleep at most this (off)... */
+#define GUARD_WINDOW_NS 1000000000ull /* ...recent: a completion in the last second */
 #define PW_MIN_NS 50000 /* pre-wake: gaps shorter than this are not periods */
 #define PW_RUN 8        /* periodic after this many long gaps in a row... */
 #define PW_CV 0.125     /* ...each within this part of the mean */
@@ -151,6 +154,7 @@ struct adaptive {
 	const struct evd_policy_env *env;
 	double lambda;
 	uint64_t cap_ns;      /* budget_us, or UINT64_MAX */
+	uint64_t guard_ns;    /* guard_us: the bound on a sleep while traffic is recent; 0: none */
 	bool learn;
 	/* learn=0: the calibrated ski-rental rule */
 	uint64_t budget_ns, spin_ns, pause_ns;
@@ -305,7 +309,7 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 		void **state)
 {
 	uint64_t budget_us = UINT64_MAX, spin_pct = 50, pause_ns = 1000, lambda_pct = 100, learn = 1,
-		 prewake = 1;
+		 prewake = 1, guard_us = GUARD_US;
 	const struct evd__policy_key keys[] = {
 		{ "budget_us", 0, 1000000, &budget_us },
 		{ "spin_pct", 0, 100, &spin_pct },
@@ -313,6 +317,7 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 		{ "lambda_pct", 0, 1000000, &lambda_pct },
 		{ "learn", 0, 1, &learn },
 		{ "prewake", 0, 1, &prewake },
+		{ "guard_us", 0, 1000000, &guard_us },
 	};
 	struct adaptive *a;
 	int rc = evd__policy_parse_keys("adaptive", p, n, keys, RTE_DIM(keys));
@@ -329,6 +334,7 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 	a->pw[0].id = UINT32_MAX; /* the loop, until a source is named */
 	a->lambda = (double)lambda_pct / 100.0;
 	a->cap_ns = budget_us != UINT64_MAX ? budget_us * 1000 : UINT64_MAX;
+	a->guard_ns = guard_us * 1000;
 	a->budget_ns = budget_us != UINT64_MAX ? budget_us * 1000 : env->sleep_wake_ns;
 	a->spin_ns = a->budget_ns * spin_pct / 100;
 	a->pause_ns = pause_ns;
@@ -350,6 +356,14 @@ static void
 adaptive_destroy(void *st)
 {
 	free(st);
+}
+
+/* The bound on a sleep (UINT64_MAX: none): guard_ns while the last
+ * completion is less than GUARD_WINDOW_NS old. */
+static inline uint64_t
+guard(const struct adaptive *a, const struct evd_policy_input *in)
+{
+	return a->guard_ns != 0 && in->idle_ns < GUARD_WINDOW_NS ? a->guard_ns : UINT64_MAX;
 }
 
 static enum evd_action
@@ -386,11 +400,11 @@ adaptive_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
 			wake = RTE_MIN(wake, sl->wake_at);
 		}
 		if (wake != UINT64_MAX) {
-			*arg = wake - in->now_ns;
+			*arg = RTE_MIN(wake - in->now_ns, guard(a, in));
 			return EVD_ACTION_SLEEP;
 		}
 	}
-	*arg = 0;
+	*arg = guard(a, in) == UINT64_MAX ? 0 : guard(a, in);
 	return EVD_ACTION_SLEEP;
 }
 

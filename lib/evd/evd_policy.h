@@ -26,7 +26,8 @@
  *   (pre-wake). Keys:
  *   `budget_us` (cap on the spin, 0..1000000), `lambda_pct` (price of a ns
  *   of latency in ns of CPU, x100; default 100), `prewake` (0/1; default 1),
- *   `learn` (0: the fixed rule: poll `spin_pct` % of the budget, pause
+ *   `guard_us` (while the last completion is under a second old, bound every
+ *   sleep at this, 0..1000000; default 0: off), `learn` (0: the fixed rule: poll `spin_pct` % of the budget, pause
  *   `pause_ns` at a time until the budget, then sleep; the budget is
  *   `budget_us` or B). doc/guides/policies.md has the model and how to tune it.
  * Baselines, copies of the rules in use elsewhere, for comparison:
