@@ -404,7 +404,9 @@ adaptive_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
 			return EVD_ACTION_SLEEP;
 		}
 	}
-	*arg = guard(a, in) == UINT64_MAX ? 0 : guard(a, in);
+	*arg = guard(a, in);
+	if (*arg == UINT64_MAX)
+		*arg = 0; /* unbounded: the loop's max_sleep_us */
 	return EVD_ACTION_SLEEP;
 }
 
