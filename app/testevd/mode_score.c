@@ -77,10 +77,10 @@ oracle(uint64_t g, double lambda)
  * per context (the previous gap: < 4 us, < 64 us, < 1 ms, longer, and in a
  * trace of several sources the source that ended it, as adaptive splits
  * them; the first 8 sources, more share the 8th), chosen after seeing
- * every gap. No online
- * threshold rule of that shape can cost less, so the two ratios say how
- * much of a policy's distance to the oracle is learning and how much is
- * the shape (a threshold) itself.
+ * every gap. No online threshold rule of that shape can cost less, so the
+ * two ratios say how much of a policy's distance to the oracle is learning
+ * and how much is the shape (a threshold) itself. The contexts repeat the
+ * library's (gap_context() in evd_policy.c, which it keeps to itself).
  */
 #define HS_GAPS 4
 #define HS_SOURCES 8
@@ -125,18 +125,18 @@ hindsight(const struct trace *t, double lambda, double oracle_cost, struct hinds
 	int ctx = HS_GAPS - 1;
 	uint32_t ids[HS_SOURCES];
 	int n_ids = 0;
-	double all_best = INFINITY, ctx_sum = 0;
+	double all_best = INFINITY, ctx_sum = 0, th[HS_T];
 
 	if (c == NULL)
 		return -ENOMEM;
+	for (int j = 0; j < HS_T; j++)
+		th[j] = hs_t(j);
 	for (size_t i = 0; i < t->n; i++) {
 		double g = (double)t->gap_ns[i];
 
-		for (int j = 0; j < HS_T; j++) {
-			double th = hs_t(j);
-
-			c[ctx][j] += g <= th ? g : th + b_ns + lambda * wake_latency((uint64_t)(g - th));
-		}
+		for (int j = 0; j < HS_T; j++)
+			c[ctx][j] += g <= th[j] ? g
+					       : th[j] + b_ns + lambda * wake_latency((uint64_t)(g - th[j]));
 		ctx = hs_context(t->gap_ns[i]) + HS_GAPS * hs_source(ids, &n_ids, t->source[i]);
 	}
 	for (int j = 0; j < HS_T; j++) {
@@ -146,7 +146,7 @@ hindsight(const struct trace *t, double lambda, double oracle_cost, struct hinds
 			sum += c[k][j];
 		if (sum < all_best) {
 			all_best = sum;
-			h->t_ns = hs_t(j);
+			h->t_ns = th[j];
 		}
 	}
 	for (int k = 0; k < HS_CTX; k++) {
@@ -156,7 +156,7 @@ hindsight(const struct trace *t, double lambda, double oracle_cost, struct hinds
 			if (c[k][j] < best) {
 				best = c[k][j];
 				if (k < HS_GAPS)
-					h->ctx_t_ns[k] = hs_t(j);
+					h->ctx_t_ns[k] = th[j];
 			}
 		ctx_sum += best;
 	}
@@ -315,7 +315,8 @@ score_json(FILE *f, const struct score *s, const char *trace, const struct hinds
 		"\"cpu_pct\": %.3f, \"latency_us\": {\"p50\": %.3f, \"p99\": %.3f, \"p999\": %.3f}, "
 		"\"mode_switches\": %" PRIu64 ", \"sleeps\": %" PRIu64 "}%s\n",
 		s->policy, trace, s->events, s->oracle_cost > 0 ? s->cost / s->oracle_cost : 1.0,
-		s->cost, s->oracle_cost, h->ratio, h->ctx_ratio, s->total_ns > 0 ? 100.0 * s->cpu_ns / s->total_ns : 0,
+		s->cost, s->oracle_cost, h->ratio, h->ctx_ratio,
+		s->total_ns > 0 ? 100.0 * s->cpu_ns / s->total_ns : 0,
 		(double)hist_pct(&s->lat, 0.5) / 1e3, (double)hist_pct(&s->lat, 0.99) / 1e3,
 		(double)hist_pct(&s->lat, 0.999) / 1e3, s->switches, s->sleeps, last ? "" : ",");
 }

@@ -122,8 +122,8 @@ static const struct evd_policy_ops intr_policy = {
  * Keys: lambda_pct (lambda x 100; default 100), budget_us (a cap on T: the
  * longest the core stays busy after the last completion), prewake (0 turns
  * pre-wake off; default 1), guard_us (while the last completion is under
- * a second old, bound every sleep at this; default 0: off), learn=0 (the first version: spin B, pause,
- * sleep), spin_pct and pause_ns (for learn=0).
+ * a second old, bound every sleep at this; default 0: off), learn=0 (the
+ * first version: spin B, pause, sleep), spin_pct and pause_ns (for learn=0).
  */
 #define GAP_BINS 48
 #define GAP_CONTEXTS 4 /* the previous gap: < 4 us, < 64 us, < 1 ms, longer */
@@ -154,7 +154,7 @@ struct adaptive {
 	const struct evd_policy_env *env;
 	double lambda;
 	uint64_t cap_ns;      /* budget_us, or UINT64_MAX */
-	uint64_t guard_ns;    /* guard_us: the bound on a sleep while traffic is recent; 0: none */
+	uint64_t guard_ns;    /* guard_us: the bound on a sleep while traffic is recent, or UINT64_MAX */
 	bool learn;
 	/* learn=0: the calibrated ski-rental rule */
 	uint64_t budget_ns, spin_ns, pause_ns;
@@ -168,8 +168,7 @@ struct adaptive {
 	uint64_t threshold_ns;        /* for the gap under way */
 	uint64_t ctx_threshold[CONTEXTS];
 	uint64_t pooled_ns;           /* the threshold of all contexts together */
-	uint64_t idle_gaps;           /* gaps in which the loop had to decide */
-	uint64_t next_update;         /* idle_gaps at the next update: +256 */
+	uint32_t idle_left;           /* idle gaps (the loop had to decide) to the next update */
 	uint64_t next_decay;          /* samples at the next halving: 4096, then +4096 */
 	uint64_t next_check;          /* samples at the next update or halving */
 	uint64_t rnd;
@@ -283,15 +282,13 @@ static void
 learn_threshold(struct adaptive *a, bool decay)
 {
 	double all[GAP_BINS] = { 0 };
-	uint64_t pooled;
 
 	for (uint32_t c = 0; c < a->n_ctx_used; c++)
 		for (int i = 0; i < GAP_BINS; i++)
 			all[i] += a->w[c][i];
-	pooled = best_threshold(a, all);
-	a->pooled_ns = pooled;
+	a->pooled_ns = best_threshold(a, all);
 	for (uint32_t c = 0; c < a->n_ctx_used; c++) {
-		a->ctx_threshold[c] = a->n_ctx[c] >= YOUNG ? best_threshold(a, a->w[c]) : pooled;
+		a->ctx_threshold[c] = a->n_ctx[c] >= YOUNG ? best_threshold(a, a->w[c]) : a->pooled_ns;
 		for (int i = 0; decay && i < GAP_BINS; i++)
 			a->w[c][i] *= 0.5;
 	}
@@ -334,12 +331,12 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 	a->pw[0].id = UINT32_MAX; /* the loop, until a source is named */
 	a->lambda = (double)lambda_pct / 100.0;
 	a->cap_ns = budget_us != UINT64_MAX ? budget_us * 1000 : UINT64_MAX;
-	a->guard_ns = guard_us * 1000;
+	a->guard_ns = guard_us != 0 ? guard_us * 1000 : UINT64_MAX;
 	a->budget_ns = budget_us != UINT64_MAX ? budget_us * 1000 : env->sleep_wake_ns;
 	a->spin_ns = a->budget_ns * spin_pct / 100;
 	a->pause_ns = pause_ns;
 	a->rnd = 0x9e3779b97f4a7c15ull;
-	a->next_update = LEARN_EVERY;
+	a->idle_left = LEARN_EVERY;
 	a->next_decay = DECAY_EVERY;
 	a->next_check = YOUNG;
 	a->last_event_ns = UINT64_MAX;
@@ -363,7 +360,7 @@ adaptive_destroy(void *st)
 static inline uint64_t
 guard(const struct adaptive *a, const struct evd_policy_input *in)
 {
-	return a->guard_ns != 0 && in->idle_ns < GUARD_WINDOW_NS ? a->guard_ns : UINT64_MAX;
+	return in->idle_ns < GUARD_WINDOW_NS ? a->guard_ns : UINT64_MAX;
 }
 
 static enum evd_action
@@ -372,7 +369,7 @@ adaptive_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
 	struct adaptive *a = st;
 
 	/* the first empty round of a gap: an idle gap (adaptive_events) */
-	if (in->idle_rounds == 1 && ++a->idle_gaps >= a->next_update)
+	if (in->idle_rounds == 1 && a->idle_left != 0 && --a->idle_left == 0)
 		a->next_check = 0;
 	if (!a->learn) {
 		if (in->idle_ns < a->spin_ns)
@@ -546,8 +543,8 @@ adaptive_events(void *st, uint64_t now, uint32_t n)
 
 		if (decay)
 			a->next_decay += DECAY_EVERY;
-		if (a->idle_gaps >= a->next_update)
-			a->next_update = a->idle_gaps + LEARN_EVERY;
+		if (a->idle_left == 0)
+			a->idle_left = LEARN_EVERY;
 		learn_threshold(a, decay);
 		a->next_check = a->next_decay;
 	}
