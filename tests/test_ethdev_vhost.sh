@@ -68,13 +68,18 @@ print(f"ok: {name}: {sent} sent, {rx['events_delivered']} delivered, sleeps {rx[
 PY
 }
 
-# forward NAME POLICY RATE DURATION: the sender (--echo) gets every packet
-# back from testevd --forward and reads the forwarder's CPU time.
+# forward NAME POLICY RATE|TRACE DURATION [PACKETS]: the sender (--echo)
+# gets every packet back from testevd --forward and reads the forwarder's
+# CPU time. A trace (file) is played once; PACKETS: how many it holds.
 forward() {
-	local name=$1 policy=$2 rate=$3 dur=$4
+	local name=$1 policy=$2 rate=$3 dur=$4 expect=${5:-0} traffic
+	case $rate in
+	*[!0-9]*) traffic="--trace $rate" ;;
+	*) traffic="--pattern steady --rate $rate --duration $dur" ;;
+	esac
 	rm -f "$sock"
 	"$testevd" $eal $tx_cpu --file-prefix=evd-tx$$ --vdev "net_vhost0,iface=$sock,queues=1" -- \
-		--send --echo --pattern steady --rate "$rate" --duration "$dur" --send-delay 2 \
+		--send --echo $traffic --send-delay 2 \
 		--peer-pid-file "$tmp/$name.pid" --json "$tmp/$name-tx.json" >"$tmp/$name-tx.log" 2>&1 &
 	local tx=$!
 	pids+=("$tx")
@@ -97,11 +102,12 @@ forward() {
 		echo "FAIL: $name: forwarder status $rrc, sender status $trc"
 		cat "$tmp/$name-tx.log" "$tmp/$name-rx.log"; fail=1; return
 	fi
-	python3 - "$name" "$tmp/$name-tx.json" "$tmp/$name-rx.json" <<'PY' || { fail=1; cat "$tmp/$name-tx.log" "$tmp/$name-rx.log"; }
+	python3 - "$name" "$tmp/$name-tx.json" "$tmp/$name-rx.json" "$expect" <<'PY' || { fail=1; cat "$tmp/$name-tx.log" "$tmp/$name-rx.log"; }
 import json, sys
 name, tx, rx = sys.argv[1], json.load(open(sys.argv[2])), json.load(open(sys.argv[3]))
-sent = tx["events_sent"]
+sent, expect = tx["events_sent"], int(sys.argv[4])
 assert sent > 0, "the sender sent nothing"
+assert expect == 0 or sent == expect, f"{name}: the trace holds {expect} packets, {sent} sent"
 assert tx["events_delivered"] == sent and tx["events_lost"] == 0, f"{name}: sent {sent}, back {tx['events_delivered']}"
 assert rx["events_delivered"] == sent and rx["errors"] == 0, f"{name}: forwarder: {rx}"
 assert rx["sleeps"] > 0, f"{name}: the forwarder never slept: {rx}"
@@ -132,4 +138,10 @@ run sparse-intr intr steady 100 2
 run dense-intr intr demo 20000 2
 run dense-adaptive adaptive demo 20000 2
 forward forward-adaptive adaptive 2000 2
+# sparse pairs (as bench fwd plays them): 15 ms of silence, A, B after
+# 1 to 200 us; every B finds the forwarder arming or asleep
+python3 -c "
+for i in range(60):
+    print(15000000); print(1000 + i * 3300)" >"$tmp/pairs.txt"
+forward forward-pairs intr "$tmp/pairs.txt" 0 120
 exit $fail
