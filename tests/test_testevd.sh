@@ -163,6 +163,28 @@ if [ -f "$shared/modbusBig.pcap" ]; then
 	python3 -c "import json,sys; r=json.load(open(sys.argv[1]))[0]; assert r['events']==13622, r" \
 		"$tmp/pcap.json" || fail=1
 fi
+# SIGINT ends a run early and it reports as at the end of --duration: the
+# JSON written, nothing lost, status 0, stopped_by_signal true.
+"$testevd" --pattern steady --duration 600 --no-progress --json "$tmp/sig.json" >"$tmp/sig.out" 2>"$tmp/sig.err" &
+sigpid=$!
+for _ in $(seq 300); do grep -q "^testevd: pattern" "$tmp/sig.out" && break; sleep 0.1; done
+sleep 1 # some events first
+kill -INT $sigpid
+wait $sigpid
+sigrc=$?
+if [ $sigrc -ne 0 ]; then
+	echo "FAIL: SIGINT: status $sigrc"; cat "$tmp/sig.out" "$tmp/sig.err"; fail=1
+else
+	python3 - "$tmp/sig.json" <<'PY' || fail=1
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["stopped_by_signal"] is True, r
+assert 0 < r["events_delivered"] == r["events_sent"] and r["events_lost"] == 0, r
+assert r["duration_s"] < 600, r
+print(f"ok: SIGINT stopped the run after {r['duration_s']:.1f} s, {r['events_delivered']} events, none lost")
+PY
+	grep -q "stopped by a signal" "$tmp/sig.err" || { echo "FAIL: SIGINT: no message"; cat "$tmp/sig.err"; fail=1; }
+fi
 check "semantics without verbs-emu" 2 "$testevd" --semantics considerate
 check "device without verbs" 2 "$testevd" --device mlx5_0
 check "bad semantics" 2 "$testevd" --source verbs-emu --semantics lazy

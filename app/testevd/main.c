@@ -110,6 +110,16 @@ calibration_save(const char *path)
 	return 0;
 }
 
+volatile sig_atomic_t testevd_stop;
+
+/* SIGINT, SIGTERM: end the run and report (a second one kills: the
+ * handler is reset after the first). */
+static void
+on_stop_signal(int sig)
+{
+	testevd_stop = sig;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -204,6 +214,13 @@ main(int argc, char **argv)
 		return EXIT_RUNTIME;
 	}
 	snprintf(runtime_dir, sizeof(runtime_dir), "%s", rte_eal_get_runtime_dir());
+	{
+		struct sigaction sa = { .sa_handler = on_stop_signal, .sa_flags = SA_RESETHAND };
+
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+	}
 	if (o.calibration != NULL || o.save_calibration != NULL) {
 		rc = o.calibration != NULL ? calibration_load(o.calibration)
 					   : calibration_save(o.save_calibration);

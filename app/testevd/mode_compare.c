@@ -43,6 +43,13 @@ compare(const struct opts *o)
 				return EXIT_RUNTIME;
 			}
 			result_merge(&acc[i], one);
+			if (testevd_stop)
+				break;
+		}
+		if (testevd_stop) {
+			fprintf(stderr, "testevd: stopped by a signal: the comparison is incomplete "
+				"(the policies did not run for the same time)\n");
+			break;
 		}
 	}
 	for (unsigned int i = 0; i < N_POLICIES; i++) {

@@ -16,6 +16,7 @@ demo(const struct opts *o)
 		return EXIT_RUNTIME;
 	printf("testevd: pattern %s for %.1f s on the %s source, policy %s\n", o->pattern,
 	       o->duration_s, o->source, o->policy);
+	fflush(stdout); /* a script may wait for it (SIGINT is handled from here on) */
 	rc = run_pattern(o, o->policy, r);
 	if (rc < 0) {
 		fprintf(stderr, "testevd: run failed: %s\n", strerror(-rc));
@@ -30,7 +31,10 @@ demo(const struct opts *o)
 			status = EXIT_RUNTIME;
 		}
 	}
-	if (r->incomplete) {
+	if (r->stopped)
+		fprintf(stderr, "testevd: stopped by a signal after %.1f s%s\n", r->duration_s,
+			r->incomplete ? "; no END packet came, so the sender's count is unknown" : "");
+	if (r->incomplete && !r->stopped) {
 		fprintf(stderr, "testevd: FAILED: the sender's END packet never arrived; what was "
 			"sent is unknown\n");
 		status = EXIT_LOSS;

@@ -60,7 +60,7 @@ raw(const struct opts *o)
 	t0 = ns(CLOCK_MONOTONIC);
 	c0 = ns(CLOCK_THREAD_CPUTIME_ID);
 	deadline = t0 + (uint64_t)((o->duration_s + 30) * 1e9);
-	while (!(end && got >= total) && ns(CLOCK_MONOTONIC) < deadline) {
+	while (!(end && got >= total) && ns(CLOCK_MONOTONIC) < deadline && !testevd_stop) {
 		uint16_t n = rte_eth_rx_burst(o->port, 0, pkts, BURST);
 
 		if (n == 0) {
@@ -97,12 +97,15 @@ raw(const struct opts *o)
 	res->events_delivered = got;
 	res->events_lost = res->events_sent - got;
 	res->incomplete = !end;
+	res->stopped = testevd_stop != 0;
 	res->runs = 1;
 	result_finish(res);
 	report_table(stdout, res, 1);
 	if (o->json != NULL && report_json(o->json, res, 1, false) < 0)
 		status = EXIT_RUNTIME;
-	if (res->incomplete || res->events_lost > 0)
+	if (res->stopped)
+		fprintf(stderr, "testevd: stopped by a signal\n");
+	if ((res->incomplete && !res->stopped) || res->events_lost > 0)
 		status = EXIT_LOSS;
 	rte_eth_dev_rx_intr_ctl_q(o->port, 0, RTE_EPOLL_PER_THREAD, RTE_INTR_EVENT_DEL, NULL);
 	testevd_port_stop(o->port);

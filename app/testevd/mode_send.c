@@ -325,6 +325,7 @@ send_mode(const struct opts *o)
 		res->sender_stalls = t.stalls;
 		res->sender_stall_max_us = (double)t.stall_max / (double)t.tsc_mhz;
 	}
+	res->stopped = testevd_stop != 0;
 	res->wall_ns = (t1 - t0) * 1000 / (rte_get_tsc_hz() / 1000000);
 	res->runs = 1;
 	result_finish(res);

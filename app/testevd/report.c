@@ -78,6 +78,7 @@ result_merge(struct result *acc, const struct result *one)
 	acc->lost_wakeups += one->lost_wakeups;
 	acc->errors += one->errors;
 	acc->incomplete |= one->incomplete;
+	acc->stopped |= one->stopped;
 	acc->ring_full += one->ring_full;
 	acc->sleeps += one->sleeps;
 	acc->wakeups += one->wakeups;
@@ -172,6 +173,7 @@ json_one(FILE *f, const struct result *r, const char *ind)
 	fprintf(f, "%s  \"events_per_s\": %.1f,\n", ind, r->events_per_s);
 	fprintf(f, "%s  \"lost_wakeups\": %" PRIu64 ",\n", ind, r->lost_wakeups);
 	fprintf(f, "%s  \"errors\": %" PRIu64 ",\n", ind, r->errors);
+	fprintf(f, "%s  \"stopped_by_signal\": %s,\n", ind, r->stopped ? "true" : "false");
 	if (r->arm_probe != NULL)
 		fprintf(f, "%s  \"arm_probe\": \"%s\",\n", ind, r->arm_probe);
 	fprintf(f, "%s  \"cpu_pct\": %.3f,\n", ind, r->cpu_pct);

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 
 #define TESTEVD_POLICY_MAX 128
@@ -97,6 +98,10 @@ struct hist {
 void hist_add(struct hist *h, uint64_t v);
 uint64_t hist_pct(const struct hist *h, double p);
 
+/* The signal (SIGINT, SIGTERM) that asked the run to end early, or 0: the
+ * run then ends as if its duration had passed, and reports. */
+extern volatile sig_atomic_t testevd_stop;
+
 /* The result of one run, as reported in the table and the JSON. */
 struct result {
 	char policy[TESTEVD_POLICY_MAX];
@@ -109,6 +114,7 @@ struct result {
 	uint64_t lost_wakeups;
 	uint64_t errors;    /* source failures reported by the loop or the source */
 	bool incomplete;    /* ethdev: the sender's END packet never arrived */
+	bool stopped;       /* SIGINT or SIGTERM ended the run early */
 	const char *arm_probe; /* ethdev --probe-arm: strict, inconclusive, ... */
 	uint64_t ring_full;
 	double cpu_pct;
