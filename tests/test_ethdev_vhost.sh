@@ -138,8 +138,9 @@ run sparse-intr intr steady 100 2
 run dense-intr intr demo 20000 2
 run dense-adaptive adaptive demo 20000 2
 forward forward-adaptive adaptive 2000 2
-# sparse pairs (as bench fwd plays them): 15 ms of silence, A, B after
-# 1 to 200 us; every B finds the forwarder arming or asleep
+# sparse pairs (as bench fwd plays them): 15 ms of silence, A, then B
+# 1 to 200 us later, while the forwarder spins, arms or sleeps: the trace
+# played whole, every packet back, no lost wakeup (testevd's status)
 python3 -c "
 for i in range(60):
     print(15000000); print(1000 + i * 3300)" >"$tmp/pairs.txt"

@@ -168,8 +168,14 @@ fi
 "$testevd" --pattern steady --duration 600 --no-progress --json "$tmp/sig.json" >"$tmp/sig.out" 2>"$tmp/sig.err" &
 sigpid=$!
 for _ in $(seq 300); do grep -q "^testevd: pattern" "$tmp/sig.out" && break; sleep 0.1; done
+grep -q "^testevd: pattern" "$tmp/sig.out" || echo "note: SIGINT: no start line after 30 s; signalling anyway"
 sleep 1 # some events first
 kill -INT $sigpid
+for _ in $(seq 300); do kill -0 $sigpid 2>/dev/null || break; sleep 0.1; done
+if kill -0 $sigpid 2>/dev/null; then
+	kill -9 $sigpid
+	echo "FAIL: SIGINT: still running 30 s after it"
+fi
 wait $sigpid
 sigrc=$?
 if [ $sigrc -ne 0 ]; then

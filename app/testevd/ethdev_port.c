@@ -10,6 +10,7 @@
 #include <rte_ip.h>
 
 #include "ethdev_port.h"
+#include "testevd.h"
 
 #define NB_MBUF 8191
 #define NB_DESC 1024
@@ -60,7 +61,7 @@ testevd_port_start(uint16_t port, uint16_t nb_rxq, struct rte_mempool **pool, bo
 		rc = rte_eth_dev_start(port);
 	if (rc < 0)
 		return rc;
-	for (double waited = 0; waited < wait_s; waited += 0.01) {
+	for (double waited = 0; waited < wait_s && !testevd_stopping(); waited += 0.01) {
 		if (rte_eth_link_get_nowait(port, &link) == 0 && link.link_status)
 			return 0;
 		usleep(10000);

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -110,14 +111,25 @@ calibration_save(const char *path)
 	return 0;
 }
 
-volatile sig_atomic_t testevd_stop;
+int testevd_stop;
 
-/* SIGINT, SIGTERM: end the run and report (a second one kills: the
- * handler is reset after the first). */
+static void
+stop_signals(void (*handler)(int))
+{
+	struct sigaction sa = { .sa_handler = handler };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+/* SIGINT, SIGTERM: end the run and report; a second one of either kills
+ * (both go back to the default here; sigaction is async-signal-safe). */
 static void
 on_stop_signal(int sig)
 {
-	testevd_stop = sig;
+	__atomic_store_n(&testevd_stop, sig, __ATOMIC_RELAXED);
+	stop_signals(SIG_DFL);
 }
 
 int
@@ -196,6 +208,11 @@ main(int argc, char **argv)
 		if (rc != 0)
 			return rc;
 	}
+	/* From here a stop signal ends the run and it reports (one during
+	 * EAL initialisation ends the run as soon as it starts); --score
+	 * runs in virtual time and keeps the default (it ends at once). */
+	if (!o.score)
+		stop_signals(on_stop_signal);
 	if (o.json != NULL && strcmp(o.json, "-") != 0) {
 		FILE *f = fopen(o.json, "w");
 
@@ -214,13 +231,6 @@ main(int argc, char **argv)
 		return EXIT_RUNTIME;
 	}
 	snprintf(runtime_dir, sizeof(runtime_dir), "%s", rte_eal_get_runtime_dir());
-	{
-		struct sigaction sa = { .sa_handler = on_stop_signal, .sa_flags = SA_RESETHAND };
-
-		sigemptyset(&sa.sa_mask);
-		sigaction(SIGINT, &sa, NULL);
-		sigaction(SIGTERM, &sa, NULL);
-	}
 	if (o.calibration != NULL || o.save_calibration != NULL) {
 		rc = o.calibration != NULL ? calibration_load(o.calibration)
 					   : calibration_save(o.save_calibration);

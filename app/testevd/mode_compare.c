@@ -18,6 +18,7 @@ compare(const struct opts *o)
 {
 	static const char *const policies[N_POLICIES] = { "poll", "intr", "adaptive" };
 	struct result *acc, *one;
+	unsigned int n = 0;
 	int status = 0;
 
 	acc = calloc(N_POLICIES + 1, sizeof(*acc));
@@ -43,26 +44,30 @@ compare(const struct opts *o)
 				return EXIT_RUNTIME;
 			}
 			result_merge(&acc[i], one);
-			if (testevd_stop)
+			if (testevd_stopping())
 				break;
 		}
-		if (testevd_stop) {
+		if (testevd_stopping()) {
 			fprintf(stderr, "testevd: stopped by a signal: the comparison is incomplete "
 				"(the policies did not run for the same time)\n");
 			break;
 		}
 	}
-	for (unsigned int i = 0; i < N_POLICIES; i++) {
+	/* a stop may leave policies that never ran: report the others */
+	for (unsigned int i = 0; i < N_POLICIES; i++)
+		if (acc[i].runs > 0)
+			acc[n++] = acc[i];
+	for (unsigned int i = 0; i < n; i++) {
 		result_finish(&acc[i]);
 		if (acc[i].events_lost > 0 || acc[i].lost_wakeups > 0)
 			status = EXIT_LOSS;
 	}
-	report_table(stdout, acc, N_POLICIES);
-	if (acc[0].events_per_s > 0 && acc[0].cpu_pct > 0)
+	report_table(stdout, acc, n);
+	if (n == N_POLICIES && acc[0].events_per_s > 0 && acc[0].cpu_pct > 0)
 		printf("  adaptive / poll: %.3f x the events/s at %.3f x the CPU\n\n",
 		       acc[2].events_per_s / acc[0].events_per_s, acc[2].cpu_pct / acc[0].cpu_pct);
 	if (o->json != NULL) {
-		int rc = report_json(o->json, acc, N_POLICIES, true);
+		int rc = report_json(o->json, acc, n, true);
 
 		if (rc < 0) {
 			fprintf(stderr, "testevd: cannot write %s: %s\n", o->json, strerror(-rc));

@@ -60,7 +60,7 @@ raw(const struct opts *o)
 	t0 = ns(CLOCK_MONOTONIC);
 	c0 = ns(CLOCK_THREAD_CPUTIME_ID);
 	deadline = t0 + (uint64_t)((o->duration_s + 30) * 1e9);
-	while (!(end && got >= total) && ns(CLOCK_MONOTONIC) < deadline && !testevd_stop) {
+	while (!(end && got >= total) && ns(CLOCK_MONOTONIC) < deadline && !testevd_stopping()) {
 		uint16_t n = rte_eth_rx_burst(o->port, 0, pkts, BURST);
 
 		if (n == 0) {
@@ -97,7 +97,7 @@ raw(const struct opts *o)
 	res->events_delivered = got;
 	res->events_lost = res->events_sent - got;
 	res->incomplete = !end;
-	res->stopped = testevd_stop != 0;
+	res->stopped = testevd_stopping() != 0;
 	res->runs = 1;
 	result_finish(res);
 	report_table(stdout, res, 1);

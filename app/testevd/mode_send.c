@@ -244,8 +244,12 @@ send_mode(const struct opts *o)
 		t.rtt = &res->lat;
 		r->spin = echo_spin;
 	}
-	printf("testevd: sending pattern %s for %.1f s on port %u; waiting for the link\n",
-	       o->pattern, o->duration_s, o->port);
+	if (o->trace != NULL)
+		printf("testevd: sending trace %s on port %u; waiting for the link\n", o->trace,
+		       o->port);
+	else
+		printf("testevd: sending pattern %s for %.1f s on port %u; waiting for the link\n",
+		       o->pattern, o->duration_s, o->port);
 	fflush(stdout);
 	rc = testevd_port_start(o->port, 1, &t.pool, &intr, 60.0);
 	if (rc < 0) {
@@ -260,7 +264,7 @@ send_mode(const struct opts *o)
 	/* Let the receiver reach its loop: packets sent before it polls would
 	 * only wait in its ring, but the figures are about a running loop.
 	 * Meanwhile a probe packet every 10 ms serves its arm probe. */
-	for (double waited = 0; waited < o->send_delay_s; waited += 0.01) {
+	for (double waited = 0; waited < o->send_delay_s && !testevd_stopping(); waited += 0.01) {
 		struct rte_mbuf *probe = build(&t, TESTEVD_F_PROBE, rte_rdtsc(), 0);
 
 		if (probe != NULL)
@@ -315,7 +319,7 @@ send_mode(const struct opts *o)
 	}
 	snprintf(res->policy, sizeof(res->policy), "-");
 	res->source = sink_ethdev.name;
-	res->pattern = o->pattern;
+	res->pattern = o->trace != NULL ? o->trace : o->pattern;
 	res->events_sent = r->sent - t.unsent;
 	if (o->echo) {
 		res->events_delivered = t.returned;
@@ -325,7 +329,7 @@ send_mode(const struct opts *o)
 		res->sender_stalls = t.stalls;
 		res->sender_stall_max_us = (double)t.stall_max / (double)t.tsc_mhz;
 	}
-	res->stopped = testevd_stop != 0;
+	res->stopped = testevd_stopping() != 0;
 	res->wall_ns = (t1 - t0) * 1000 / (rte_get_tsc_hz() / 1000000);
 	res->runs = 1;
 	result_finish(res);

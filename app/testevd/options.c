@@ -126,8 +126,9 @@ testevd_usage(FILE *f, const char *prog)
 		"Exit status: 0 ok; 1 an event was lost, a lost wakeup was counted, or (--echo)\n"
 		"a packet did not come back; 2 bad command line; 3 EAL, port or library\n"
 		"failure (also: --send gave up on a receiver that took nothing for 5 s).\n"
-		"SIGINT or SIGTERM ends a run early; it reports and writes --json as at the\n"
-		"end of --duration (\"stopped_by_signal\": true). A second one kills.\n"
+		"SIGINT or SIGTERM ends a run early (not --score); it reports and writes\n"
+		"--json as at the end of --duration (\"stopped_by_signal\": true). A second\n"
+		"one kills.\n"
 		"See man testevd and doc/guides/testevd.md.\n",
 		EVD_DEFAULT_MAX_SLEEP_US);
 }

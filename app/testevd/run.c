@@ -39,21 +39,21 @@ static void
 wait_until(struct run *r, uint64_t t)
 {
 	if (r->spin != NULL) { /* --echo: poll for returning packets meanwhile */
-		while (now_ns() < t && !testevd_stop)
+		while (now_ns() < t && !testevd_stopping())
 			r->spin(r);
 		return;
 	}
 	/* Sleep through long gaps (so the producer leaves the loop's core
 	 * alone), 100 ms at most at a time (a stop signal goes to another
 	 * thread: this one sees the flag), spin the last stretch for accuracy. */
-	while (t > now_ns() + 200000 && !testevd_stop) {
+	while (t > now_ns() + 200000 && !testevd_stopping()) {
 		uint64_t until = RTE_MIN(t - 100000, now_ns() + 100000000);
 		struct timespec ts = { .tv_sec = (time_t)(until / 1000000000ull),
 				       .tv_nsec = (long)(until % 1000000000ull) };
 
 		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
 	}
-	while (now_ns() < t && !testevd_stop)
+	while (now_ns() < t && !testevd_stopping())
 		rte_pause();
 }
 
@@ -82,7 +82,7 @@ replay_trace(struct run *r)
 
 	if (trace_load(r->o->trace, r->o->seed, r->o->events, r->o->speedup, &t) < 0)
 		return; /* checked before the run: cannot fail here but for memory */
-	for (size_t i = 0; i < t.n && !testevd_stop; i++) {
+	for (size_t i = 0; i < t.n && !testevd_stopping(); i++) {
 		at += t.gap_ns[i];
 		wait_until(r, at);
 		post_all(r, 1);
@@ -104,7 +104,7 @@ run_replay(struct run *r)
 	uint64_t total_ns = (uint64_t)(r->o->duration_s * 1e9);
 	uint64_t phase_start = now_ns();
 
-	for (unsigned int p = 0; p < r->pat->n_phases && !testevd_stop; p++) {
+	for (unsigned int p = 0; p < r->pat->n_phases && !testevd_stopping(); p++) {
 		const struct phase *ph = &r->pat->phases[p];
 		uint64_t phase_end = phase_start + (uint64_t)(ph->share * (double)total_ns);
 		uint64_t t = phase_start;
@@ -115,7 +115,7 @@ run_replay(struct run *r)
 			wait_until(r, phase_end);
 			break;
 		case PHASE_SATURATE:
-			while (now_ns() < phase_end && !testevd_stop)
+			while (now_ns() < phase_end && !testevd_stopping())
 				post_all(r, ph->burst);
 			break;
 		case PHASE_RATE: {
@@ -126,7 +126,7 @@ run_replay(struct run *r)
 				if (t >= phase_end)
 					break;
 				wait_until(r, t);
-				if (testevd_stop)
+				if (testevd_stopping())
 					break;
 				post_all(r, ph->burst);
 			}
@@ -157,7 +157,7 @@ producer(void *arg)
 		 * (the source sets remote_done), or the deadline passes. */
 		end_all = now_ns() + (uint64_t)((r->o->duration_s + REMOTE_GRACE_S) * 1e9);
 		while (!__atomic_load_n(&r->remote_done, __ATOMIC_ACQUIRE) && now_ns() < end_all &&
-		       !testevd_stop)
+		       !testevd_stopping())
 			usleep(10000); /* 100 wakeups/s: its CPU is the receiver's too */
 	}
 	evd_loop_stop(r->loop); /* from a non-EAL thread, waking the loop if asleep */
@@ -427,7 +427,7 @@ run_pattern(const struct opts *o, const char *policy, struct result *res)
 	res->events_lost = r->sent > r->delivered ? r->sent - r->delivered : 0;
 	res->incomplete = r->kind->post == NULL && !__atomic_load_n(&r->remote_done,
 								     __ATOMIC_ACQUIRE);
-	res->stopped = testevd_stop != 0;
+	res->stopped = testevd_stopping() != 0;
 	res->lost_wakeups = st.lost_wakeups;
 	res->errors = st.errors;
 	res->sleeps = st.sleeps;
@@ -445,7 +445,8 @@ run_pattern(const struct opts *o, const char *policy, struct result *res)
 		printf("testevd: run done; loop %s stays %.1f s for telemetry (/evd/list)\n",
 		       evd_loop_name(r->loop), o->linger_s);
 		fflush(stdout);
-		usleep((useconds_t)(o->linger_s * 1e6));
+		for (double s = 0; s < o->linger_s && !testevd_stopping(); s += 0.1)
+			usleep(100000);
 	}
 out_close:
 	r->kind->close(r, res); /* adds the source's own counters (ring_full) */

@@ -5,7 +5,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdio.h>
 
 #define TESTEVD_POLICY_MAX 128
@@ -99,8 +98,15 @@ void hist_add(struct hist *h, uint64_t v);
 uint64_t hist_pct(const struct hist *h, double p);
 
 /* The signal (SIGINT, SIGTERM) that asked the run to end early, or 0: the
- * run then ends as if its duration had passed, and reports. */
-extern volatile sig_atomic_t testevd_stop;
+ * run then ends as if its duration had passed, and reports. Set by the
+ * handler on whichever thread took the signal; read on the others. */
+extern int testevd_stop;
+
+static inline int
+testevd_stopping(void)
+{
+	return __atomic_load_n(&testevd_stop, __ATOMIC_RELAXED);
+}
 
 /* The result of one run, as reported in the table and the JSON. */
 struct result {
