@@ -110,6 +110,8 @@ assert sent > 0, "the sender sent nothing"
 assert expect == 0 or sent == expect, f"{name}: the trace holds {expect} packets, {sent} sent"
 assert tx["events_delivered"] == sent and tx["events_lost"] == 0, f"{name}: sent {sent}, back {tx['events_delivered']}"
 assert rx["events_delivered"] == sent and rx["errors"] == 0, f"{name}: forwarder: {rx}"
+# it also sent back the sender's probes and its END packet
+assert rx.get("forwarded", 0) > sent, f"{name}: forwarded {rx.get('forwarded')} of {sent} and more"
 assert rx["sleeps"] > 0, f"{name}: the forwarder never slept: {rx}"
 assert 0 < tx["latency_us"]["p50"] <= tx["latency_us"]["max"], tx["latency_us"]
 # the histogram holds every round trip, in increasing bins, and its bins

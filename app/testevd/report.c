@@ -80,6 +80,7 @@ result_merge(struct result *acc, const struct result *one)
 	acc->incomplete |= one->incomplete;
 	acc->stopped |= one->stopped;
 	acc->ring_full += one->ring_full;
+	acc->forwarded += one->forwarded;
 	acc->sleeps += one->sleeps;
 	acc->wakeups += one->wakeups;
 	acc->spurious_wakeups += one->spurious_wakeups;
@@ -205,6 +206,8 @@ json_one(FILE *f, const struct result *r, const char *ind)
 	fprintf(f, "%s  \"sleep_timeouts\": %" PRIu64 ",\n", ind, r->sleep_timeouts);
 	fprintf(f, "%s  \"mode_switches\": %" PRIu64 ",\n", ind, r->mode_switches);
 	fprintf(f, "%s  \"ring_full\": %" PRIu64 ",\n", ind, r->ring_full);
+	if (r->forwarded != 0)
+		fprintf(f, "%s  \"forwarded\": %" PRIu64 ",\n", ind, r->forwarded);
 	fprintf(f, "%s  \"mode_time_pct\": {\"poll\": %.2f, \"pause\": %.2f, \"sleep\": %.2f}\n",
 		ind, r->mode_pct[0], r->mode_pct[1], r->mode_pct[2]);
 	fprintf(f, "%s}", ind);

@@ -30,6 +30,7 @@ struct veth {
 	uint64_t foreign;      /* packets that are not testevd's */
 	uint64_t probes;       /* the sender's probe packets */
 	uint64_t fwd_drops;    /* --forward: Tx queue full */
+	uint64_t forwarded;    /* --forward: sent back, testevd's or not */
 	const char *arm_probe;
 	int removed;
 };
@@ -86,6 +87,7 @@ consume(struct evd_source *src, void *burst, uint16_t n, void *arg)
 		uint16_t k = rte_eth_tx_burst(v->port, 0, pkts, n);
 
 		v->fwd_drops += n - k;
+		v->forwarded += k;
 		rte_pktmbuf_free_bulk(pkts + k, n - k);
 	}
 	if (r->remote_total != 0 && r->delivered >= r->remote_total)
@@ -173,7 +175,11 @@ veth_close(struct run *r, struct result *res)
 		res->errors += v->fwd_drops;
 		if (v->fwd_drops)
 			printf("  %" PRIu64 " packets not forwarded: Tx queue full\n", v->fwd_drops);
-		if (v->foreign)
+		res->forwarded = v->forwarded;
+		if (r->o->forward)
+			printf("  %" PRIu64 " packets forwarded, %" PRIu64 " of them not testevd's "
+			       "(not timed)\n", v->forwarded, v->foreign);
+		else if (v->foreign)
 			printf("  %" PRIu64 " packets that were not testevd's were ignored\n",
 			       v->foreign);
 	}

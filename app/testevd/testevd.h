@@ -123,6 +123,7 @@ struct result {
 	bool stopped;       /* SIGINT or SIGTERM ended the run early */
 	const char *arm_probe; /* ethdev --probe-arm: strict, inconclusive, ... */
 	uint64_t ring_full;
+	uint64_t forwarded; /* --forward: packets sent back (testevd's or not) */
 	double cpu_pct;
 	bool echo;             /* --send --echo: latency is the round trip */
 	uint64_t rtt_over_5ms; /* --echo: round trips over 5 ms */
