@@ -215,6 +215,75 @@ test_error_callback(void)
 	CHECK_EQ(evd_loop_destroy(loop), 0);
 }
 
+/* on_idle: a handler batches (here: it holds what it got), the idle
+ * callback flushes. It runs on every round that found nothing and never on
+ * one that found something, and before the policy decides: what its flush
+ * causes is found by that round's re-poll, not after a sleep. */
+struct idle_state {
+	struct strict_source *s;
+	int calls;
+	int held;       /* batched by the handler, not yet flushed */
+	int flushed;
+	int add_on_flush; /* the flush makes this many new completions */
+};
+
+static void
+batch_handler(struct evd_source *src, void *burst, uint16_t n, void *arg)
+{
+	struct idle_state *st = arg;
+
+	(void)src;
+	(void)burst;
+	st->held += n;
+}
+
+static void
+on_idle_flush(struct evd_loop *loop, void *arg)
+{
+	struct idle_state *st = arg;
+
+	(void)loop;
+	st->calls++;
+	st->flushed += st->held;
+	st->held = 0;
+	if (st->add_on_flush > 0) {
+		strict_source_add(st->s, (uint64_t)st->add_on_flush);
+		st->add_on_flush = 0;
+	}
+}
+
+static void
+test_idle_callback(void)
+{
+	struct strict_source s;
+	struct idle_state st = { .s = &s };
+	struct evd_loop_conf conf = { .policy = "intr", .on_idle = on_idle_flush, .on_idle_arg = &st };
+	struct evd_loop *loop;
+	struct evd_loop_stats ls;
+
+	CHECK_EQ(strict_source_init(&s, "batched"), 0);
+	s.src.handler = batch_handler;
+	s.src.handler_arg = &st;
+	CHECK_EQ(evd_loop_create(&conf, &loop), 0);
+	CHECK_EQ(evd_loop_add(loop, &s.src), 0);
+	strict_source_add(&s, 3);
+	CHECK_EQ(evd_loop_step(loop), 3); /* found work: no idle call */
+	CHECK_EQ(st.calls, 0);
+	CHECK_EQ(st.held, 3);
+	/* nothing queued, intr sleeps at once; the flush adds 2 completions
+	 * before the arm: the re-poll finds them, no sleep happens */
+	st.add_on_flush = 2;
+	CHECK_EQ(evd_loop_step(loop), 2);
+	CHECK_EQ(st.calls, 1);
+	CHECK_EQ(st.flushed, 3);
+	CHECK_EQ(evd_loop_stats_get(loop, &ls), 0);
+	CHECK_EQ(ls.repoll_hits, 1);
+	CHECK_EQ(ls.sleeps, 0);
+	CHECK_EQ(evd_loop_remove(loop, &s.src), 0);
+	CHECK_EQ(evd_loop_destroy(loop), 0);
+	strict_source_fini(&s);
+}
+
 int
 main(void)
 {
@@ -222,5 +291,6 @@ main(void)
 	TEST(test_poll_only_bound);
 	TEST(test_remove_from_handler);
 	TEST(test_error_callback);
+	TEST(test_idle_callback);
 	return 0;
 }

@@ -349,6 +349,15 @@ source_kind_find(const char *name)
 	return NULL;
 }
 
+static void
+run_idle(struct evd_loop *loop, void *arg)
+{
+	struct run *r = arg;
+
+	RTE_SET_USED(loop);
+	r->kind->idle(r);
+}
+
 int
 run_pattern(const struct opts *o, const char *policy, struct result *res)
 {
@@ -373,6 +382,10 @@ run_pattern(const struct opts *o, const char *policy, struct result *res)
 	snprintf(res->policy, sizeof(res->policy), "%s", policy);
 	r->kind = source_kind_find(o->source);
 	res->source = r->kind->name;
+	if (r->kind->idle != NULL) {
+		conf.on_idle = run_idle;
+		conf.on_idle_arg = r;
+	}
 	res->pattern = r->kind->post == NULL ? "remote" : o->trace != NULL ? o->trace : o->pattern;
 	r->lat = &res->lat;
 	r->o = o;

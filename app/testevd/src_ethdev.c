@@ -11,6 +11,7 @@
 
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
+#include <rte_malloc.h>
 
 #include <evd_ethdev.h>
 #include <evd_source.h>
@@ -31,6 +32,9 @@ struct veth {
 	uint64_t probes;       /* the sender's probe packets */
 	uint64_t fwd_drops;    /* --forward: Tx queue full */
 	uint64_t forwarded;    /* --forward: sent back, testevd's or not */
+	/* --forward: what a round received goes out in batches of up to 32,
+	 * flushed when the next poll finds nothing (the loop's on_idle) */
+	struct rte_eth_dev_tx_buffer *txb;
 	const char *arm_probe;
 	int removed;
 };
@@ -80,21 +84,26 @@ consume(struct evd_source *src, void *burst, uint16_t n, void *arg)
 			}
 			run_delivered(r, p->tsc, now);
 		}
-		if (!r->o->forward)
+		if (r->o->forward)
+			v->forwarded += rte_eth_tx_buffer(v->port, 0, v->txb, pkts[i]);
+		else
 			rte_pktmbuf_free(pkts[i]);
-	}
-	if (r->o->forward && n > 0) {
-		uint16_t k = rte_eth_tx_burst(v->port, 0, pkts, n);
-
-		v->fwd_drops += n - k;
-		v->forwarded += k;
-		rte_pktmbuf_free_bulk(pkts + k, n - k);
 	}
 	if (r->remote_total != 0 && r->delivered >= r->remote_total)
 		__atomic_store_n(&r->remote_done, 1, __ATOMIC_RELEASE);
 }
 
 static void veth_close(struct run *r, struct result *res);
+
+/* --forward: the loop found nothing this round: send what is batched. */
+static void
+veth_idle(struct run *r)
+{
+	struct veth *v = r->priv;
+
+	if (v != NULL && v->txb != NULL && v->txb->length > 0)
+		v->forwarded += rte_eth_tx_buffer_flush(v->port, 0, v->txb);
+}
 
 /*
  * Does enabling the Rx interrupt fire for packets already queued? Packets
@@ -144,6 +153,15 @@ veth_open(struct run *r)
 		rc = -EINVAL;
 	else
 		rc = testevd_port_start(v->port, v->nq, &v->pool, &v->intr, 30.0);
+	if (rc == 0 && r->o->forward) {
+		v->txb = rte_zmalloc_socket("testevd-txb", RTE_ETH_TX_BUFFER_SIZE(32), 0,
+					    rte_eth_dev_socket_id(v->port));
+		if (v->txb == NULL)
+			rc = -ENOMEM;
+		else if ((rc = rte_eth_tx_buffer_init(v->txb, 32)) == 0)
+			rc = rte_eth_tx_buffer_set_err_callback(v->txb, rte_eth_tx_buffer_count_callback,
+							       &v->fwd_drops);
+	}
 	for (uint16_t q = 0; rc == 0 && q < v->nq; q++) {
 		rc = evd_ethdev_rxq_create(v->port, q, NULL, &conf, consume, r, &v->q[q]);
 		if (rc == 0)
@@ -169,6 +187,15 @@ veth_close(struct run *r, struct result *res)
 {
 	struct veth *v = r->priv;
 
+	if (v->txb != NULL) {
+		if (v->removed) { /* no port to send on */
+			v->fwd_drops += v->txb->length;
+			rte_pktmbuf_free_bulk(v->txb->pkts, v->txb->length);
+		} else {
+			veth_idle(r);
+		}
+		rte_free(v->txb);
+	}
 	if (res != NULL) {
 		res->errors += v->out_of_order;
 		res->arm_probe = v->arm_probe;
@@ -202,4 +229,5 @@ const struct source_kind source_ethdev = {
 	.open = veth_open,
 	.post = NULL, /* a remote sender plays the pattern */
 	.close = veth_close,
+	.idle = veth_idle,
 };

@@ -86,6 +86,19 @@ struct evd_loop_conf {
 	void (*on_error)(struct evd_loop *loop, struct evd_source *src, int err, void *arg);
 	/** Argument for on_error. */
 	void *on_error_arg;
+	/**
+	 * Optional idle callback: called on the loop thread after every round
+	 * that found no completion, before the policy decides to poll again,
+	 * pause or sleep. Flush here what the handlers batched (e.g. packets
+	 * held in an rte_eth_tx_buffer): the loop may sleep next, and a batch
+	 * left in a buffer would wait for the next wakeup. Batching this way
+	 * costs no latency when traffic is light (the first empty poll sends
+	 * the batch) and saves per-burst costs under load. It runs on every
+	 * empty round while the loop spins: keep it short.
+	 */
+	void (*on_idle)(struct evd_loop *loop, void *arg);
+	/** Argument for on_idle. */
+	void *on_idle_arg;
 };
 
 /** What the loop is doing right now (also the three columns of the time stats). */

@@ -213,6 +213,8 @@ evd_loop_create(const struct evd_loop_conf *conf, struct evd_loop **out)
 	loop->burst = conf->burst ? conf->burst : 32;
 	loop->on_error = conf->on_error;
 	loop->on_error_arg = conf->on_error_arg;
+	loop->on_idle = conf->on_idle;
+	loop->on_idle_arg = conf->on_idle_arg;
 
 	rc = evd__policy_create(conf->policy ? conf->policy : "adaptive", &loop->policy);
 	if (rc < 0)
@@ -786,6 +788,8 @@ evd_loop_step(struct evd_loop *loop)
 	}
 	EVD_STAT_ADD(loop->stats.empty_polls, 1);
 	loop->idle_rounds++;
+	if (loop->on_idle != NULL) /* before a sleep can happen: flush batches */
+		loop->on_idle(loop, loop->on_idle_arg);
 
 	/* 2. decide */
 	in.now_ns = now;

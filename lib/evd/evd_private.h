@@ -91,6 +91,8 @@ struct evd_loop {
 	uint16_t burst;
 	void (*on_error)(struct evd_loop *, struct evd_source *, int, void *);
 	void *on_error_arg;
+	void (*on_idle)(struct evd_loop *, void *);
+	void *on_idle_arg;
 
 	int epfd;
 	int stop_fd;            /* eventfd written by evd_loop_stop() */
