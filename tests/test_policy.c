@@ -379,19 +379,32 @@ test_user_policy(void)
 	CHECK_EQ(evd_loop_create(&conf, &loop), -EINVAL);
 }
 
-/* Pre-wake: a source that arrives every 10 ms with a little jitter. With
- * latency priced at 4x CPU (pre-wake pays once L exceeds the jitter, and
- * sleeping beats spinning 10 ms unless L > 2.5 ms: true on any machine,
- * sanitizers included) adaptive sleeps with a timeout that ends before the
- * next arrival, then polls through the window around it; with the default
- * lambda (1) or prewake=0 it sleeps unbounded; an irregular source gets no
- * pre-wake either. */
+/* The period of the pre-wake tests: 10 ms, or longer where this machine's
+ * sleep is dear enough (B + 4 L(10 ms), at lambda 4) that spinning through
+ * 10 ms would pay: L is measured, and under sanitizers with the other CPU
+ * busy it has reached milliseconds. Twice that cost: sleeping clearly wins. */
+static uint64_t
+prewake_period(void)
+{
+	const struct evd_policy_env *env = evd_policy_env_get();
+	uint64_t sleep_cost = env->sleep_wake_ns + 4 * (uint64_t)evd_policy_env_wake_ns(env, 10000000);
+
+	return RTE_MAX((uint64_t)10000000, 2 * sleep_cost);
+}
+
+/* Pre-wake: a source that arrives every period (10 ms here) with a little
+ * jitter. With latency priced at 4x CPU (pre-wake pays once L exceeds the
+ * jitter, and sleeping beats spinning through a period) adaptive sleeps
+ * with a timeout that ends before the next arrival, then polls through the
+ * window around it; with the default lambda (1) or prewake=0 it sleeps
+ * unbounded; an irregular source (+-50 %) gets no pre-wake either. */
 static void
-prewake_case(const char *spec, uint64_t jitter_ns, uint64_t *sleep_arg, bool *polls_near)
+prewake_case(const char *spec, bool irregular, uint64_t *sleep_arg, bool *polls_near)
 {
 	struct evd_policy *p;
 	uint64_t now = 1000000000ull, rnd = 7, arg = 0;
-	const uint64_t period = 10000000;
+	const uint64_t period = prewake_period();
+	const uint64_t jitter_ns = irregular ? period / 2 : 2000;
 
 	CHECK_EQ(evd_policy_create(spec, &p), 0);
 	for (int i = 0; i < 200; i++) {
@@ -399,7 +412,7 @@ prewake_case(const char *spec, uint64_t jitter_ns, uint64_t *sleep_arg, bool *po
 		evd_policy_events(p, now, 1);
 	}
 	*sleep_arg = UINT64_MAX;
-	for (uint64_t idle = 0; idle < 1000000; idle += 100) {
+	for (uint64_t idle = 0; idle < period / 10; idle += 100) {
 		struct evd_policy_input in = { .now_ns = now + idle, .idle_ns = idle,
 					       .idle_rounds = idle / 100 + 1 };
 
@@ -423,15 +436,15 @@ test_adaptive_prewake(void)
 	uint64_t arg;
 	bool near;
 
-	prewake_case("adaptive:lambda_pct=400", 2000, &arg, &near);
-	CHECK(arg > 0 && arg < 10000000); /* a timeout before the next arrival */
-	CHECK(near);                     /* awake (polling) when it is due */
-	prewake_case("adaptive:lambda_pct=400,prewake=0", 2000, &arg, &near);
+	prewake_case("adaptive:lambda_pct=400", false, &arg, &near);
+	CHECK(arg > 0 && arg < prewake_period()); /* a timeout before the next arrival */
+	CHECK(near);                              /* awake (polling) when it is due */
+	prewake_case("adaptive:lambda_pct=400,prewake=0", false, &arg, &near);
 	CHECK_EQ(arg, 0);
 	CHECK(!near);
-	prewake_case("adaptive", 2000, &arg, &near);
+	prewake_case("adaptive", false, &arg, &near);
 	CHECK_EQ(arg, 0); /* lambda 1: the margin costs more than the latency saved */
-	prewake_case("adaptive:lambda_pct=400", 5000000, &arg, &near);
+	prewake_case("adaptive:lambda_pct=400", true, &arg, &near);
 	CHECK_EQ(arg, 0); /* +-50 %: not periodic */
 	CHECK_EQ(evd_policy_create("adaptive:prewake=2", &(struct evd_policy *){ NULL }), -EINVAL);
 }
@@ -488,7 +501,10 @@ test_adaptive_prewake_per_source(void)
 	prewake_mixed(true, &arg, &now, &next);
 	CHECK(next > now);                   /* the periodic source is due later */
 	CHECK(arg > 0 && now + arg < next);  /* wakes before it */
-	CHECK(next - (now + arg) < 2000000); /* and not much before (margin: 3 dev + L) */
+	/* and not much before: the margin is 3 deviations (2 us each at most)
+	 * plus L, here as measured */
+	CHECK(next - (now + arg) <
+	      6000 + (uint64_t)evd_policy_env_wake_ns(evd_policy_env_get(), 10000000) + 1000000);
 	prewake_mixed(false, &arg, &now, &next);
 	CHECK_EQ(arg, 0);
 }
