@@ -382,7 +382,7 @@ run_pattern(const struct opts *o, const char *policy, struct result *res)
 	snprintf(res->policy, sizeof(res->policy), "%s", policy);
 	r->kind = source_kind_find(o->source);
 	res->source = r->kind->name;
-	if (r->kind->idle != NULL) {
+	if (r->kind->idle != NULL && o->forward) { /* --forward batches Tx */
 		conf.on_idle = run_idle;
 		conf.on_idle_arg = r;
 	}
@@ -416,6 +416,8 @@ run_pattern(const struct opts *o, const char *policy, struct result *res)
 		   pthread_create(&mon, &attr, monitor, r) == 0;
 	pthread_attr_destroy(&attr);
 	rc = evd_loop_run(r->loop);
+	if (conf.on_idle != NULL)
+		r->kind->idle(r); /* what the last busy rounds batched */
 	t1 = now_ns();
 	pthread_join(prod, NULL);
 	if (have_mon) {

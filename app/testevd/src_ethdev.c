@@ -101,8 +101,15 @@ veth_idle(struct run *r)
 {
 	struct veth *v = r->priv;
 
-	if (v != NULL && v->txb != NULL && v->txb->length > 0)
-		v->forwarded += rte_eth_tx_buffer_flush(v->port, 0, v->txb);
+	if (v == NULL || v->txb == NULL || v->txb->length == 0)
+		return;
+	if (v->removed) { /* no port to send on */
+		v->fwd_drops += v->txb->length;
+		rte_pktmbuf_free_bulk(v->txb->pkts, v->txb->length);
+		v->txb->length = 0;
+		return;
+	}
+	v->forwarded += rte_eth_tx_buffer_flush(v->port, 0, v->txb);
 }
 
 /*
@@ -188,12 +195,7 @@ veth_close(struct run *r, struct result *res)
 	struct veth *v = r->priv;
 
 	if (v->txb != NULL) {
-		if (v->removed) { /* no port to send on */
-			v->fwd_drops += v->txb->length;
-			rte_pktmbuf_free_bulk(v->txb->pkts, v->txb->length);
-		} else {
-			veth_idle(r);
-		}
+		veth_idle(r); /* sends, or drops if the port is gone */
 		rte_free(v->txb);
 	}
 	if (res != NULL) {

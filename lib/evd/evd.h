@@ -88,13 +88,19 @@ struct evd_loop_conf {
 	void *on_error_arg;
 	/**
 	 * Optional idle callback: called on the loop thread after every round
-	 * that found no completion, before the policy decides to poll again,
-	 * pause or sleep. Flush here what the handlers batched (e.g. packets
-	 * held in an rte_eth_tx_buffer): the loop may sleep next, and a batch
-	 * left in a buffer would wait for the next wakeup. Batching this way
-	 * costs no latency when traffic is light (the first empty poll sends
-	 * the batch) and saves per-burst costs under load. It runs on every
-	 * empty round while the loop spins: keep it short.
+	 * that found no completion on any source, before the policy decides
+	 * to poll again, pause or sleep. Flush here what the handlers batched
+	 * (e.g. packets held in an rte_eth_tx_buffer): the loop may sleep
+	 * next, and a batch left in a buffer would wait for the next wakeup.
+	 * When traffic is light the batch leaves one empty poll after it was
+	 * made; under load batches fill and per-burst costs are shared. A
+	 * loop whose other sources keep every round busy never calls it: bound
+	 * such batches another way too (a timer, or a size). It is not called
+	 * when the loop stops: flush once more after evd_loop_run() returns.
+	 * It runs on every empty round while the loop spins: keep it short.
+	 * (This field was appended after the first fields; there is no ABI
+	 * promise before the first release: build against the header of the
+	 * library you run with.)
 	 */
 	void (*on_idle)(struct evd_loop *loop, void *arg);
 	/** Argument for on_idle. */

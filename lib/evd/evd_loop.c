@@ -788,8 +788,10 @@ evd_loop_step(struct evd_loop *loop)
 	}
 	EVD_STAT_ADD(loop->stats.empty_polls, 1);
 	loop->idle_rounds++;
-	if (loop->on_idle != NULL) /* before a sleep can happen: flush batches */
+	if (loop->on_idle != NULL) { /* before a sleep can happen: flush batches */
 		loop->on_idle(loop, loop->on_idle_arg);
+		now = evd__now(loop); /* the flush's time is the round's, not the sleep's */
+	}
 
 	/* 2. decide */
 	in.now_ns = now;
