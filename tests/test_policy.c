@@ -170,9 +170,10 @@ test_adaptive_decisions(void)
 
 /* The idle time after a completion at now at which the policy first
  * decides to sleep, in empty rounds of 100 ns (UINT64_MAX: not before
- * limit). */
+ * limit); *sleep_arg, if given, gets that sleep's timeout (UINT64_MAX if
+ * none). */
 static uint64_t
-first_sleep(struct evd_policy *p, uint64_t now, uint64_t limit)
+first_sleep_arg(struct evd_policy *p, uint64_t now, uint64_t limit, uint64_t *sleep_arg)
 {
 	uint64_t arg;
 
@@ -180,10 +181,21 @@ first_sleep(struct evd_policy *p, uint64_t now, uint64_t limit)
 		struct evd_policy_input in = { .now_ns = now + idle, .idle_ns = idle,
 					       .idle_rounds = idle / 100 + 1 };
 
-		if (evd_policy_decide(p, &in, &arg) == EVD_ACTION_SLEEP)
+		if (evd_policy_decide(p, &in, &arg) == EVD_ACTION_SLEEP) {
+			if (sleep_arg != NULL)
+				*sleep_arg = arg;
 			return idle;
+		}
 	}
+	if (sleep_arg != NULL)
+		*sleep_arg = UINT64_MAX;
 	return UINT64_MAX;
+}
+
+static uint64_t
+first_sleep(struct evd_policy *p, uint64_t now, uint64_t limit)
+{
+	return first_sleep_arg(p, now, limit, NULL);
 }
 
 /* Drive a policy instance with gaps all equal to g; return the idle time
@@ -411,16 +423,7 @@ prewake_case(const char *spec, bool irregular, uint64_t *sleep_arg, bool *polls_
 		now += period - jitter_ns + test_xorshift(&rnd) % (2 * jitter_ns + 1);
 		evd_policy_events(p, now, 1);
 	}
-	*sleep_arg = UINT64_MAX;
-	for (uint64_t idle = 0; idle < period / 10; idle += 100) {
-		struct evd_policy_input in = { .now_ns = now + idle, .idle_ns = idle,
-					       .idle_rounds = idle / 100 + 1 };
-
-		if (evd_policy_decide(p, &in, &arg) == EVD_ACTION_SLEEP) {
-			*sleep_arg = arg;
-			break;
-		}
-	}
+	first_sleep_arg(p, now, period / 10, sleep_arg);
 	{
 		struct evd_policy_input in = { .now_ns = now + period, .idle_ns = period,
 					       .idle_rounds = 1 };

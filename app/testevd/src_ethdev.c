@@ -95,13 +95,14 @@ consume(struct evd_source *src, void *burst, uint16_t n, void *arg)
 
 static void veth_close(struct run *r, struct result *res);
 
-/* --forward: the loop found nothing this round: send what is batched. */
+/* --forward (the Tx buffer exists): the loop found nothing this round,
+ * send what is batched. */
 static void
 veth_idle(struct run *r)
 {
 	struct veth *v = r->priv;
 
-	if (v == NULL || v->txb == NULL || v->txb->length == 0)
+	if (v->txb->length == 0)
 		return;
 	if (v->removed) { /* no port to send on */
 		v->fwd_drops += v->txb->length;

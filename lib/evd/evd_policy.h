@@ -29,7 +29,8 @@
  *   `guard_us` (while the last completion is under a second old, bound every
  *   sleep at this, 0..1000000; default 0: off), `learn` (0: the fixed rule:
  *   poll `spin_pct` % of the budget, pause `pause_ns` at a time until the
- *   budget, then sleep; the budget is `budget_us` or B). doc/guides/policies.md has the model and how to tune it.
+ *   budget, then sleep; the budget is `budget_us` or B).
+ *   doc/guides/policies.md has the model and how to tune it.
  * Baselines, copies of the rules in use elsewhere, for comparison:
  * - `l3fwd`: DPDK l3fwd-power (10 empty polls free, then 1 us waits, sleep with
  *   a 10 ms timeout at 300); keys `min_zero_polls`, `suspend_threshold`, `timeout_ms`.
