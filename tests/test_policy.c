@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests of policy specs, the built-ins' decisions and user policies. */
+#include <pthread.h>
 #include <stdio.h>
+#include <sys/prctl.h>
 
 #include <rte_log.h>
 
@@ -52,6 +54,8 @@ test_spec_errors(void)
 		{ "adaptive:budget_us", -EINVAL, "'budget_us' has no value" },
 		{ "adaptive:budget_us=1,,spin_pct=1", -EINVAL, "empty key" },
 		{ "adaptive:pause_ns=0", -EINVAL, "pause_ns" },
+		{ "adaptive:nap=2", -EINVAL, "nap" },
+		{ "adaptive:spin_max_us=1000001", -EINVAL, "spin_max_us" },
 		{ "adaptive:Budget=1", -EINVAL, "'Budget'" },
 		{ "poll:x=1", -EINVAL, "'x'" },
 		{ "intr:budget_us=1", -EINVAL, "'budget_us'" },
@@ -89,7 +93,8 @@ test_spec_ok(void)
 		"adaptive", "poll", "intr", "adaptive:budget_us=50",
 		"adaptive:budget_us=50,spin_pct=10,pause_ns=500", "l3fwd", "pmdmgmt", "napi",
 		"napi:defer=100,timeout_us=20", "haltpoll", "ski2", "ski-rand", "ski-rand:seed=7",
-		"l3fwd:suspend_threshold=100", "adaptive:budget_us=0",
+		"l3fwd:suspend_threshold=100", "adaptive:budget_us=0", "adaptive:spin_max_us=0",
+		"adaptive:budget_us=200,nap=0,spin_max_us=20",
 	};
 
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
@@ -103,7 +108,7 @@ test_spec_ok(void)
 	}
 }
 
-/* adaptive:learn=0,budget_us=100,spin_pct=40 on a virtual clock: poll for 40 us
+/* adaptive:learn=0,spin_max_us=100,spin_pct=40 on a virtual clock: poll for 40 us
  * after the last event, pause until 100 us, then sleep. */
 static void
 test_adaptive_decisions(void)
@@ -111,7 +116,7 @@ test_adaptive_decisions(void)
 	struct vclock vc = { .now = 1000000 };
 	struct evd_clock clk = { vclock_now, &vc };
 	struct evd_loop_conf conf = {
-		.policy = "adaptive:learn=0,budget_us=100,spin_pct=40",
+		.policy = "adaptive:learn=0,spin_max_us=100,spin_pct=40",
 		.clock = &clk,
 		.max_sleep_us = 1000,
 	};
@@ -219,7 +224,7 @@ sleep_after(const char *spec, uint64_t g)
 
 /* adaptive learns: with gaps far shorter than the price of a sleep it keeps
  * polling through them (busy-period lock-in); with gaps far longer it
- * sleeps at once; budget_us caps the spin. */
+ * sleeps at once; spin_max_us caps the spin. */
 static void
 test_adaptive_learns(void)
 {
@@ -230,7 +235,7 @@ test_adaptive_learns(void)
 	CHECK(t > 1000);
 	t = sleep_after("adaptive", 5000000); /* 5 ms gaps */
 	CHECK_EQ(t, 0);
-	t = sleep_after("adaptive:budget_us=0", 1000);
+	t = sleep_after("adaptive:spin_max_us=0", 1000);
 	CHECK_EQ(t, 0);
 	/* gaps just over B + L: spinning through costs less than sleeping */
 	t = sleep_after("adaptive", (env->sleep_wake_ns + env->wake_ns[0]) / 2);
@@ -463,9 +468,9 @@ prewake_mixed(bool per_source, uint64_t *arg_out, uint64_t *now_out, uint64_t *n
 	uint64_t rnd = 11, t_per = 1000000000ull, t_rand = t_per + 500000, now = 0, arg = 0;
 	const uint64_t period = 10000000;
 
-	/* budget_us=0: sleep at once, whatever spin the mixture's gaps would
+	/* spin_max_us=0: sleep at once, whatever spin the mixture's gaps would
 	 * teach on this machine (sanitizer builds have B and L of 100-250 us) */
-	CHECK_EQ(evd_policy_create("adaptive:lambda_pct=400,budget_us=0", &p), 0);
+	CHECK_EQ(evd_policy_create("adaptive:lambda_pct=400,spin_max_us=0", &p), 0);
 	for (int i = 0; i < 600; i++) {
 		bool per = t_per <= t_rand;
 
@@ -609,6 +614,274 @@ test_adaptive_per_source_contexts(void)
 	CHECK_EQ(per_source_sleep_after(false, 1), UINT64_MAX);
 }
 
+
+/* ---- the latency budget and naps ---- */
+
+/* A budget (ns) that leaves room for naps on this machine, whatever B and
+ * L were measured (sanitizer builds inflate both): the nap is budget - L,
+ * and L is flat past its last point, so budget - L >= 4 B + max L. */
+static uint64_t
+nap_budget_ns(void)
+{
+	const struct evd_policy_env *env = evd_policy_env_get();
+	uint64_t lmax = 0;
+
+	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++)
+		lmax = RTE_MAX(lmax, env->wake_ns[k]);
+	return (4 * env->sleep_wake_ns + 2 * lmax + 100000) / 1000 * 1000;
+}
+
+static enum evd_action
+decide_at(struct evd_policy *p, uint64_t now, uint64_t idle, uint64_t rounds, uint64_t *arg)
+{
+	struct evd_policy_input in = { .now_ns = now + idle, .idle_ns = idle, .idle_rounds = rounds };
+
+	*arg = 0;
+	return evd_policy_decide(p, &in, arg);
+}
+
+/* The budget in the cost model: latency up to it is free, so a sleep costs
+ * only B. With gaps of 2 B, spinning through costs 2 B: within the budget
+ * the policy sleeps before the gap ends; pricing L (no budget) it spins
+ * through them wherever L(2 B) is over B (then a sleep costs more than 2 B). */
+static void
+test_adaptive_budget_cost(void)
+{
+	const struct evd_policy_env *env = evd_policy_env_get();
+	uint64_t g = 2 * env->sleep_wake_ns, t_budget, t_none;
+	char spec[96];
+
+	snprintf(spec, sizeof(spec), "adaptive:budget_us=%" PRIu64 ",nap=0", nap_budget_ns() / 1000);
+	t_budget = sleep_after(spec, g);
+	t_none = sleep_after("adaptive", g);
+	printf("  gaps %" PRIu64 " ns: first sleep at %" PRIu64 " ns within the budget, %" PRIu64
+	       " ns without (B %" PRIu64 ", L(2B) %.0f)\n", g, t_budget, t_none, env->sleep_wake_ns,
+	       evd_policy_env_wake_ns(env, g));
+	CHECK(t_budget < g);
+	if (evd_policy_env_wake_ns(env, g) > 1.5 * (double)env->sleep_wake_ns)
+		CHECK(t_none >= g);
+	else
+		printf("  note: L(2B) is not over 1.5 B here: no contrast to check\n");
+	CHECK(t_none >= t_budget);
+}
+
+/* Naps, decided on a virtual clock: the first empty round after a short
+ * gap naps budget - L (nothing armed); a nap that found nothing ends the run
+ * (the next round does not nap); after a long gap there is none; a nap that
+ * found work keeps the run going although its own gap was long; nap=0 and a
+ * budget with no room for a nap never nap. */
+static void
+test_adaptive_naps(void)
+{
+	const struct evd_policy_env *env = evd_policy_env_get();
+	uint64_t budget = nap_budget_ns(), now = 1000000000ull, arg, nap;
+	double l = evd_policy_env_wake_ns(env, budget);
+	struct evd_policy *p;
+	char spec[96];
+
+	snprintf(spec, sizeof(spec), "adaptive:budget_us=%" PRIu64, budget / 1000);
+	CHECK_EQ(evd_policy_create(spec, &p), 0);
+	nap = budget - (uint64_t)l;
+	for (int i = 0; i < 40; i++) { /* gaps of a quarter nap: a run */
+		now += nap / 4;
+		evd_policy_events(p, now, 1);
+	}
+	CHECK(decide_at(p, now, 100, 1, &arg) == EVD_ACTION_NAP);
+	printf("  budget %" PRIu64 " ns, L %.0f ns, B %" PRIu64 " ns: nap %" PRIu64 " ns\n", budget,
+	       l, env->sleep_wake_ns, arg);
+	CHECK(arg + (uint64_t)l <= budget);
+	CHECK(arg > 2 * env->sleep_wake_ns);
+	/* it found nothing: the next round goes on without a nap */
+	CHECK(decide_at(p, now, arg + 1000, 2, &arg) != EVD_ACTION_NAP);
+	/* a long gap: no nap after it */
+	now += 50 * budget;
+	evd_policy_events(p, now, 1);
+	CHECK(decide_at(p, now, 100, 1, &arg) != EVD_ACTION_NAP);
+	/* short gaps again: a nap; it finds work (its gap is a nap long):
+	 * the run goes on with another */
+	now += nap / 4;
+	evd_policy_events(p, now, 1);
+	CHECK(decide_at(p, now, 100, 1, &arg) == EVD_ACTION_NAP);
+	now += arg + 100;
+	evd_policy_events(p, now, 3);
+	CHECK(decide_at(p, now, 100, 1, &arg) == EVD_ACTION_NAP);
+	evd_policy_destroy(p);
+
+	snprintf(spec, sizeof(spec), "adaptive:budget_us=%" PRIu64 ",nap=0", budget / 1000);
+	CHECK_EQ(evd_policy_create(spec, &p), 0);
+	for (int i = 0; i < 40; i++) {
+		now += nap / 4;
+		evd_policy_events(p, now, 1);
+	}
+	CHECK(decide_at(p, now, 100, 1, &arg) != EVD_ACTION_NAP);
+	evd_policy_destroy(p);
+
+	log_capture();
+	CHECK_EQ(evd_policy_create("adaptive:budget_us=1", &p), 0);
+	log_release();
+	CHECK(strstr(logbuf, "leaves no room for naps") != NULL);
+	for (int i = 0; i < 40; i++) {
+		now += 100;
+		evd_policy_events(p, now, 1);
+	}
+	CHECK(decide_at(p, now, 100, 1, &arg) != EVD_ACTION_NAP);
+	evd_policy_destroy(p);
+}
+
+/* The nap's length follows how late naps end (the 90th percentile, learned
+ * from on_wake): on time, it stays within the budget less L; a quarter of
+ * the budget late, it shrinks to about the budget less that; later than
+ * the budget less 2 B, naps stop and the log says so. */
+static void
+test_adaptive_nap_lateness(void)
+{
+	const struct evd_policy_env *env = evd_policy_env_get();
+	uint64_t budget = nap_budget_ns(), now = 1000000000ull, arg = 0, first = 0;
+	struct evd_policy *p;
+	char spec[96];
+	int naps = 0;
+
+	snprintf(spec, sizeof(spec), "adaptive:budget_us=%" PRIu64, budget / 1000);
+	CHECK_EQ(evd_policy_create(spec, &p), 0);
+	for (int i = 0; i < 40; i++) {
+		now += 1000;
+		evd_policy_events(p, now, 1);
+	}
+	/* each nap finds one completion and ends budget / 4 late */
+	for (int i = 0; i < 5000; i++) {
+		CHECK(decide_at(p, now, 100, 1, &arg) == EVD_ACTION_NAP);
+		first = first ? first : arg;
+		CHECK(arg <= budget);
+		evd_policy_wake(p, now + arg + budget / 4, arg + budget / 4, EVD_WAKE_TIMEOUT);
+		now += arg + budget / 4;
+		evd_policy_events(p, now, 1);
+	}
+	printf("  budget %" PRIu64 " ns: first nap %" PRIu64 " ns; ending %" PRIu64 " ns late: %"
+	       PRIu64 " ns\n", budget, first, budget / 4, arg);
+	CHECK(arg + budget / 4 <= budget);
+	CHECK(arg + budget / 4 + 2000 >= budget); /* within 10 steps of the percentile */
+	/* now they end the whole budget late: naps stop */
+	log_capture();
+	for (int i = 0; i < 100000 && decide_at(p, now, 100, 1, &arg) == EVD_ACTION_NAP; i++) {
+		evd_policy_wake(p, now + arg + budget, arg + budget, EVD_WAKE_TIMEOUT);
+		now += arg + budget;
+		evd_policy_events(p, now, 1);
+		naps++;
+	}
+	log_release();
+	printf("  ending %" PRIu64 " ns late: naps off after %d\n", budget, naps);
+	CHECK(decide_at(p, now, 100, 1, &arg) != EVD_ACTION_NAP);
+	CHECK(strstr(logbuf, "naps off") != NULL);
+	CHECK(env->sleep_wake_ns > 0);
+	evd_policy_destroy(p);
+}
+
+/* ---- naps in a loop: a user policy that naps ---- */
+
+struct napper {
+	struct evd_source *ring; /* posts 3 events from decide, then naps */
+	uint64_t nap_ns;
+	int slack_seen;          /* the thread's timer slack inside the loop */
+};
+
+static struct napper napper_cfg;
+
+static int
+napper_create(const struct evd_policy_param *p, unsigned int n, const struct evd_policy_env *env,
+	      void **state)
+{
+	(void)p;
+	(void)n;
+	(void)env;
+	*state = &napper_cfg;
+	return 0;
+}
+
+static enum evd_action
+napper_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
+{
+	struct napper *c = st;
+	struct evd_event ev[3] = { 0 };
+
+	(void)in;
+	c->slack_seen = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+	if (c->ring != NULL) /* arrivals after the last empty poll: unannounced */
+		CHECK_EQ(evd_ring_post_burst(c->ring, ev, 3), 3);
+	*arg = c->nap_ns;
+	return EVD_ACTION_NAP;
+}
+
+static const struct evd_policy_ops napper_ops = {
+	.name = "napper",
+	.create = napper_create,
+	.decide = napper_decide,
+};
+
+static void *
+napper_run(void *arg)
+{
+	CHECK_EQ(evd_loop_run(arg), 0);
+	return NULL;
+}
+
+/* What arrives during a nap raises no notification (nothing is armed) and
+ * is polled in the one round after it; a nap is no sleep (no arm, no sleep
+ * timeout, no lost wakeup); a stop ends a long nap; evd_loop_run gives the
+ * thread a 1 us timer slack while it runs and its own back after. */
+static void
+test_loop_nap(void)
+{
+	struct evd_loop_conf conf = { .policy = "napper", .max_sleep_us = 100000 };
+	struct evd_loop_stats st;
+	struct evd_source_stats ss;
+	struct evd_source *r;
+	struct evd_loop *loop;
+	pthread_t th;
+	int slack;
+
+	CHECK_EQ(evd_policy_register(&napper_ops), 0);
+	CHECK_EQ(evd_loop_create(&conf, &loop), 0);
+	CHECK_EQ(evd_ring_create("nap", 16, test_nop, NULL, &napper_cfg.ring), 0);
+	CHECK_EQ(evd_loop_add(loop, napper_cfg.ring), 0);
+	napper_cfg.nap_ns = 1000000;
+	CHECK_EQ(evd_loop_step(loop), 3); /* empty poll, 3 posted, nap, all 3 in one round */
+	CHECK_EQ(evd_loop_stats_get(loop, &st), 0);
+	CHECK_EQ(evd_source_stats_get(napper_cfg.ring, &ss), 0);
+	CHECK_EQ(st.naps, 1);
+	CHECK_EQ(st.sleeps, 0);
+	CHECK_EQ(st.arms, 0);
+	CHECK_EQ(st.sleep_timeouts, 0);
+	CHECK_EQ(st.lost_wakeups, 0);
+	CHECK_EQ(st.events, 3);
+	CHECK_EQ(ss.wakeups, 0);        /* no notification came */
+	CHECK_EQ(st.mode, EVD_MODE_POLL);
+	CHECK_EQ(st.mode_switches, 2);  /* poll, sleep (the nap), poll */
+
+	/* a nap of 60 s, ended by a stop */
+	r = napper_cfg.ring;
+	napper_cfg.ring = NULL;
+	napper_cfg.nap_ns = 60000000000ull;
+	slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+	CHECK_EQ(pthread_create(&th, NULL, napper_run, loop), 0);
+	do {
+		struct timespec ts = { 0, 1000000 };
+
+		nanosleep(&ts, NULL);
+		CHECK_EQ(evd_loop_stats_get(loop, &st), 0);
+	} while (st.naps < 2);
+	CHECK_EQ(evd_loop_stop(loop), 0);
+	CHECK_EQ(pthread_join(th, NULL), 0);
+	CHECK_EQ(evd_loop_stats_get(loop, &st), 0);
+	CHECK_EQ(st.naps, 2);
+	CHECK_EQ(st.sleeps, 0);
+	printf("  timer slack: %d ns in the loop, %d ns outside\n", napper_cfg.slack_seen, slack);
+	CHECK(napper_cfg.slack_seen <= 1000);
+	CHECK_EQ(prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0), slack);
+	CHECK_EQ(evd_loop_remove(loop, r), 0);
+	CHECK_EQ(evd_source_destroy(r), 0);
+	CHECK_EQ(evd_loop_destroy(loop), 0);
+}
+
 int
 main(void)
 {
@@ -620,6 +893,10 @@ main(void)
 	TEST(test_adaptive_prewake_per_source);
 	TEST(test_adaptive_per_source_contexts);
 	TEST(test_adaptive_guard);
+	TEST(test_adaptive_budget_cost);
+	TEST(test_adaptive_naps);
+	TEST(test_adaptive_nap_lateness);
+	TEST(test_loop_nap);
 	TEST(test_calibration);
 	TEST(test_user_policy);
 	return 0;

@@ -14,8 +14,12 @@ demo(const struct opts *o)
 
 	if (r == NULL)
 		return EXIT_RUNTIME;
-	printf("testevd: pattern %s for %.1f s on the %s source, policy %s\n", o->pattern,
-	       o->duration_s, o->source, o->policy);
+	if (o->trace != NULL)
+		printf("testevd: trace %s on the %s source, policy %s\n", o->trace, o->source,
+		       o->policy);
+	else
+		printf("testevd: pattern %s for %.1f s on the %s source, policy %s\n", o->pattern,
+		       o->duration_s, o->source, o->policy);
 	fflush(stdout); /* a script may wait for it (SIGINT is handled from here on) */
 	rc = run_pattern(o, o->policy, r);
 	if (rc < 0) {

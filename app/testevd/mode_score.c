@@ -13,7 +13,13 @@
  * sleeping after t costs t + B of CPU and adds L(g - t) of latency. A sleep
  * that ends by its timeout (l3fwd's 10 ms, adaptive's pre-wake) costs B and
  * the loop runs again L(timeout) after it; an arrival in between waits.
- * cost = CPU + lambda x added latency. The oracle takes, per gap, the
+ * cost = CPU + lambda x added latency; with a latency budget (--budget-us),
+ * latency up to the budget is free: lambda x max(0, added - budget).
+ * A nap (a timed wait with nothing armed: software interrupt moderation)
+ * costs B and ends L(nap) after its length; what arrived meanwhile is
+ * served together at its end, each arrival waiting from its own time, and
+ * the loop's next gap starts there. (A sleep's latency is not carried
+ * over into the next gap: the gaps are the trace's.) The oracle takes, per gap, the
  * cheapest of spinning through, sleeping at once, and spinning then
  * sleeping: the actions of the ski-rental problem (spin or block). It sets
  * no timers; a policy that does (adaptive's pre-wake, for loops that price
@@ -39,6 +45,7 @@
 
 static const struct evd_policy_env *env;
 static double b_ns;
+static double budget_ns; /* --budget-us: added latency up to it is free */
 
 /* The cost model is the policies' own: the environment the library
  * measured at start. */
@@ -55,6 +62,13 @@ wake_latency(uint64_t g)
 	return evd_policy_env_wake_ns(env, g);
 }
 
+/* The priced part of an added latency: what exceeds the budget. */
+static double
+over(double late)
+{
+	return fmax(late - budget_ns, 0);
+}
+
 /*
  * The offline optimum for one gap g: spin through it (g), or spin t then
  * sleep (t + B + lambda L(g - t)). L is piecewise linear in log g, so the
@@ -63,12 +77,12 @@ wake_latency(uint64_t g)
 static double
 oracle(uint64_t g, double lambda)
 {
-	double best = fmin((double)g, b_ns + lambda * wake_latency(g));
+	double best = fmin((double)g, b_ns + lambda * over(wake_latency(g)));
 
 	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++)
 		if (env->wake_at_ns[k] < g)
 			best = fmin(best, (double)(g - env->wake_at_ns[k]) + b_ns +
-					  lambda * (double)env->wake_ns[k]);
+					  lambda * over((double)env->wake_ns[k]));
 	return best;
 }
 
@@ -136,7 +150,8 @@ hindsight(const struct trace *t, double lambda, double oracle_cost, struct hinds
 
 		for (int j = 0; j < HS_T; j++)
 			c[ctx][j] += g <= th[j] ? g
-					       : th[j] + b_ns + lambda * wake_latency((uint64_t)(g - th[j]));
+					       : th[j] + b_ns +
+							 lambda * over(wake_latency((uint64_t)(g - th[j])));
 		ctx = hs_context(t->gap_ns[i]) + HS_GAPS * hs_source(ids, &n_ids, t->source[i]);
 	}
 	for (int j = 0; j < HS_T; j++) {
@@ -182,7 +197,7 @@ us_or_never(double ns, char *buf, size_t len)
 struct score {
 	char policy[TESTEVD_POLICY_MAX];
 	double cost, oracle_cost, cpu_ns, total_ns;
-	uint64_t switches, sleeps, events;
+	uint64_t switches, sleeps, naps, events;
 	struct hist lat;
 	/* --timeline: per window of the trace's time */
 	double tl_window_ns;
@@ -209,12 +224,22 @@ tl_add(double *w, double window, double t0, double d)
 	}
 }
 
+/* One arrival served: its added latency, its price. */
+static void
+served(struct score *s, double lambda, uint64_t late)
+{
+	s->cost += lambda * over((double)late);
+	hist_add(&s->lat, late);
+	s->events++;
+}
+
 /* Replay the trace through one policy instance, in virtual time. */
 static int
 simulate(const char *spec, const struct trace *t, double lambda, struct score *s)
 {
 	struct evd_policy *p;
-	uint64_t now = 1000000000ull;
+	uint64_t now = 1000000000ull; /* the arrival that ended the last gap */
+	uint64_t carry = 0;           /* the loop resumed this long after it (a nap's end) */
 	int rc = evd_policy_create(spec, &p);
 	int mode = EVD_MODE_POLL;
 	bool multi = false;
@@ -229,18 +254,21 @@ simulate(const char *spec, const struct trace *t, double lambda, struct score *s
 	}
 	s->tl_window_ns = s->tl_window_ns / TL_WINDOWS + 1;
 	for (size_t i = 0; i < t->n; i++) {
-		uint64_t g = t->gap_ns[i], tt = 0, rounds = 0, late = 0;
-		double cpu = 0, t0 = s->total_ns;
+		/* the loop's gap: from where it resumed to the arrival */
+		uint64_t g = t->gap_ns[i] - carry, start = now + carry, tt = 0, rounds = 0, late = 0;
+		double cpu = 0, t0 = s->total_ns + (double)carry;
+		uint32_t batch = 1;
+		bool nap_end = false;
 
-		s->oracle_cost += oracle(g, lambda);
+		s->oracle_cost += oracle(t->gap_ns[i], lambda);
 		while (tt < g) {
 			struct evd_policy_input in = {
-				.now_ns = now + tt, .idle_ns = tt, .idle_rounds = ++rounds,
+				.now_ns = start + tt, .idle_ns = tt, .idle_rounds = ++rounds,
 				.last_burst = 1, .n_sources = multi ? 2 : 1,
 			};
 			uint64_t arg = 0;
 			enum evd_action a = evd_policy_decide(p, &in, &arg);
-			int m = a == EVD_ACTION_SLEEP ? EVD_MODE_SLEEP
+			int m = a == EVD_ACTION_SLEEP || a == EVD_ACTION_NAP ? EVD_MODE_SLEEP
 				: a == EVD_ACTION_PAUSE ? EVD_MODE_PAUSE : EVD_MODE_POLL;
 
 			if (m != mode) {
@@ -259,6 +287,24 @@ simulate(const char *spec, const struct trace *t, double lambda, struct score *s
 				cpu += (double)d;
 				if (tt > g)
 					late = tt - g; /* the pause ran past the arrival */
+			} else if (a == EVD_ACTION_NAP) {
+				/* nothing armed: the loop runs again L(d) after d,
+				 * whatever arrived meanwhile */
+				uint64_t d = arg ? arg : 1000;
+				uint64_t back = d + (uint64_t)wake_latency(d);
+
+				s->naps++;
+				cpu += b_ns;
+				tl_add(s->tl_cpu, s->tl_window_ns, t0 + (double)tt, b_ns);
+				tl_add(s->tl_sleep, s->tl_window_ns, t0 + (double)tt, (double)back);
+				evd_policy_wake(p, start + tt + back, d, EVD_WAKE_TIMEOUT);
+				if (tt + back >= g) {
+					late = tt + back - g;
+					nap_end = true;
+					tt = g;
+				} else {
+					tt += back;
+				}
 			} else {
 				uint64_t bound = arg && arg < MAX_SLEEP_NS ? arg : MAX_SLEEP_NS;
 
@@ -267,7 +313,7 @@ simulate(const char *spec, const struct trace *t, double lambda, struct score *s
 				tl_add(s->tl_cpu, s->tl_window_ns, t0 + (double)tt, b_ns);
 				if (g - tt <= bound) {
 					late = (uint64_t)wake_latency(g - tt);
-					evd_policy_wake(p, now + g, g - tt, EVD_WAKE_NOTIFY);
+					evd_policy_wake(p, start + g, g - tt, EVD_WAKE_NOTIFY);
 					tl_add(s->tl_sleep, s->tl_window_ns, t0 + (double)tt, (double)(g - tt));
 					tt = g;
 				} else {
@@ -275,7 +321,7 @@ simulate(const char *spec, const struct trace *t, double lambda, struct score *s
 					 * runs again L(bound) after the timeout */
 					uint64_t back = bound + (uint64_t)wake_latency(bound);
 
-					evd_policy_wake(p, now + tt + back, bound, EVD_WAKE_TIMEOUT);
+					evd_policy_wake(p, start + tt + back, bound, EVD_WAKE_TIMEOUT);
 					tl_add(s->tl_sleep, s->tl_window_ns, t0 + (double)tt,
 					       (double)RTE_MIN(back, g - tt));
 					if (tt + back >= g) { /* it arrived during the wake */
@@ -291,16 +337,34 @@ simulate(const char *spec, const struct trace *t, double lambda, struct score *s
 			s->switches++;
 			mode = EVD_MODE_POLL;
 		}
-		now += g;
-		if (multi) /* as a loop of several sources tells its policy */
-			evd_policy_source_events(p, now, t->source[i], 1);
-		evd_policy_events(p, now, 1);
+		now += t->gap_ns[i];
 		s->cpu_ns += cpu;
-		s->cost += cpu + lambda * (double)late;
-		s->total_ns += (double)g;
+		s->cost += cpu;
+		s->total_ns += (double)t->gap_ns[i];
 		s->tl_arrivals[RTE_MIN((int)(s->total_ns / s->tl_window_ns), TL_WINDOWS - 1)]++;
-		hist_add(&s->lat, late);
-		s->events++;
+		served(s, lambda, late);
+		/* the round that serves it: at the arrival (a sleep's latency
+		 * is not carried over), or at the nap's end */
+		carry = nap_end ? late : 0;
+		if (multi)
+			evd_policy_source_events(p, now + carry, t->source[i], 1);
+		/* a nap's end serves, in the same round, whatever else arrived
+		 * before it: each waited from its own arrival */
+		while (nap_end && i + 1 < t->n && t->gap_ns[i + 1] <= late) {
+			i++;
+			late -= t->gap_ns[i];
+			now += t->gap_ns[i];
+			s->oracle_cost += oracle(t->gap_ns[i], lambda);
+			s->total_ns += (double)t->gap_ns[i];
+			s->tl_arrivals[RTE_MIN((int)(s->total_ns / s->tl_window_ns), TL_WINDOWS - 1)]++;
+			served(s, lambda, late);
+			if (multi)
+				evd_policy_source_events(p, now + late, t->source[i], 1);
+			batch++;
+		}
+		if (nap_end)
+			carry = late; /* the loop's next gap starts at the nap's end */
+		evd_policy_events(p, now + carry, batch);
 	}
 	evd_policy_destroy(p);
 	return 0;
@@ -313,12 +377,14 @@ score_json(FILE *f, const struct score *s, const char *trace, const struct hinds
 		", \"competitive_ratio\": %.4f, \"cost\": %.0f, \"oracle_cost\": %.0f, "
 		"\"hindsight_ratio\": %.4f, \"hindsight_context_ratio\": %.4f, "
 		"\"cpu_pct\": %.3f, \"latency_us\": {\"p50\": %.3f, \"p99\": %.3f, \"p999\": %.3f}, "
-		"\"mode_switches\": %" PRIu64 ", \"sleeps\": %" PRIu64 "}%s\n",
+		"\"mode_switches\": %" PRIu64 ", \"sleeps\": %" PRIu64 ", \"naps\": %" PRIu64
+		", \"budget_us\": %.0f}%s\n",
 		s->policy, trace, s->events, s->oracle_cost > 0 ? s->cost / s->oracle_cost : 1.0,
 		s->cost, s->oracle_cost, h->ratio, h->ctx_ratio,
 		s->total_ns > 0 ? 100.0 * s->cpu_ns / s->total_ns : 0,
 		(double)hist_pct(&s->lat, 0.5) / 1e3, (double)hist_pct(&s->lat, 0.99) / 1e3,
-		(double)hist_pct(&s->lat, 0.999) / 1e3, s->switches, s->sleeps, last ? "" : ",");
+		(double)hist_pct(&s->lat, 0.999) / 1e3, s->switches, s->sleeps, s->naps, budget_ns / 1e3,
+		last ? "" : ",");
 }
 
 /* --timeline: one row (or point) per window of the trace's time. */
@@ -344,18 +410,30 @@ score_mode(const struct opts *o)
 {
 	static const char *const all[] = { "adaptive", "poll", "intr", "l3fwd", "pmdmgmt", "napi",
 					   "haltpoll", "ski2", "ski-rand" };
-	const char *one[] = { o->policy };
-	const char *const *list = o->compare ? all : one;
-	size_t n = o->compare ? sizeof(all) / sizeof(all[0]) : 1;
-	struct score *s = calloc(n, sizeof(*s));
+	char budgeted[TESTEVD_POLICY_MAX];
+	const char *list[RTE_DIM(all) + 1];
+	size_t n = 0;
+	struct score *s;
 	struct trace t;
 	FILE *jf = NULL;
 	struct hindsight h = { 0 };
 	char buf[HS_GAPS][32];
 	int rc;
 
+	if (o->compare) {
+		for (size_t i = 0; i < RTE_DIM(all); i++)
+			list[n++] = all[i];
+		if (o->budget_us != 0) { /* the adaptive that knows the budget */
+			snprintf(budgeted, sizeof(budgeted), "adaptive:budget_us=%" PRIu64, o->budget_us);
+			list[n++] = budgeted;
+		}
+	} else {
+		list[n++] = o->policy;
+	}
+	s = calloc(n, sizeof(*s));
 	if (s == NULL)
 		return EXIT_RUNTIME;
+	budget_ns = (double)o->budget_us * 1000;
 	rc = trace_load(o->trace, o->seed, o->events, o->speedup, &t);
 	if (rc < 0) {
 		free(s);
@@ -363,8 +441,12 @@ score_mode(const struct opts *o)
 	}
 	calibrate();
 	printf("testevd: scoring on %s (%zu arrivals); B %.1f us, L(10us..10ms) %.1f %.1f %.1f %.1f us, "
-	       "lambda %g\n", t.name, t.n, b_ns / 1e3, env->wake_ns[0] / 1e3, env->wake_ns[1] / 1e3,
-	       env->wake_ns[2] / 1e3, env->wake_ns[3] / 1e3, o->lambda);
+	       "lambda %g%s\n", t.name, t.n, b_ns / 1e3, env->wake_ns[0] / 1e3, env->wake_ns[1] / 1e3,
+	       env->wake_ns[2] / 1e3, env->wake_ns[3] / 1e3, o->lambda,
+	       o->budget_us != 0 ? " beyond the latency budget" : "");
+	if (o->budget_us != 0)
+		printf("testevd: latency budget %" PRIu64 " us: added latency up to it costs nothing\n",
+		       o->budget_us);
 	printf("\n  %-34s %9s %8s %10s %10s %10s %9s\n", "policy", "ratio", "cpu %", "p50 us",
 	       "p99 us", "p99.9 us", "switches");
 	for (size_t i = 0; i < n; i++) {

@@ -47,7 +47,8 @@ testevd_usage(FILE *f, const char *prog)
 		"\n"
 		"What to run:\n"
 		"  --policy SPEC     policy (default adaptive): poll, intr,\n"
-		"                    adaptive[:budget_us=N,lambda_pct=N,prewake=0|1,guard_us=N,...],\n"
+		"                    adaptive[:budget_us=N,lambda_pct=N,spin_max_us=N,nap=0|1,\n"
+		"                    prewake=0|1,guard_us=N,...] (budget_us: a latency budget),\n"
 		"                    or a baseline: l3fwd, pmdmgmt, napi, haltpoll, ski2, ski-rand\n"
 		"  --pattern NAME    arrival pattern (default demo):\n",
 		prog);
@@ -86,6 +87,9 @@ testevd_usage(FILE *f, const char *prog)
 		"  --score           replay --trace in virtual time and score --policy (or, with\n"
 		"                    --compare, every policy) against the offline oracle\n"
 		"  --lambda L        --score: price of 1 ns of added latency in ns of CPU (default 1)\n"
+		"  --budget-us N     --score: a latency budget: added latency up to N us is free,\n"
+		"                    lambda prices the rest (default 0; 0..1000000); with\n"
+		"                    --compare, adaptive:budget_us=N joins the policies\n"
 		"  --calibration F   use B and L(g) from F instead of measuring them\n"
 		"  --save-calibration F  measure B and L(g) on this machine and write them to F\n"
 		"  --send            transmit the pattern (or --trace) on --port, e.g. the vhost\n"
@@ -176,7 +180,7 @@ int
 testevd_parse_opts(int argc, char **argv, struct opts *o)
 {
 	enum { O_POLICY = 256, O_DURATION, O_PATTERN, O_RATE, O_SEED, O_JSON, O_COMPARE,
-	       O_NOPROGRESS, O_MAXSLEEP, O_ROUNDS, O_SOURCE, O_SEMANTICS, O_DEVICE, O_PORT, O_QUEUES, O_SEND, O_SEND_DELAY, O_PROBE_ARM, O_RAW, O_SCORE, O_TRACE, O_SPEEDUP, O_EVENTS, O_LAMBDA, O_ECHO, O_FORWARD, O_PEER_PID, O_TIMELINE, O_CALIB, O_SAVE_CALIB, O_LINGER, O_HELP };
+	       O_NOPROGRESS, O_MAXSLEEP, O_ROUNDS, O_SOURCE, O_SEMANTICS, O_DEVICE, O_PORT, O_QUEUES, O_SEND, O_SEND_DELAY, O_PROBE_ARM, O_RAW, O_SCORE, O_TRACE, O_SPEEDUP, O_EVENTS, O_LAMBDA, O_BUDGET, O_ECHO, O_FORWARD, O_PEER_PID, O_TIMELINE, O_CALIB, O_SAVE_CALIB, O_LINGER, O_HELP };
 	static const struct option lo[] = {
 		{ "policy", required_argument, NULL, O_POLICY },
 		{ "duration", required_argument, NULL, O_DURATION },
@@ -208,6 +212,7 @@ testevd_parse_opts(int argc, char **argv, struct opts *o)
 		{ "speedup", required_argument, NULL, O_SPEEDUP },
 		{ "events", required_argument, NULL, O_EVENTS },
 		{ "lambda", required_argument, NULL, O_LAMBDA },
+		{ "budget-us", required_argument, NULL, O_BUDGET },
 		{ "send-delay", required_argument, NULL, O_SEND_DELAY },
 		{ "help", no_argument, NULL, O_HELP },
 		{ NULL, 0, NULL, 0 },
@@ -326,6 +331,12 @@ testevd_parse_opts(int argc, char **argv, struct opts *o)
 			if (parse_double(optarg, 0, 1e6, &o->lambda) < 0)
 				return bad(prog, "invalid --lambda '%s' (0..1000000)", optarg);
 			break;
+		case O_BUDGET:
+			if (parse_u64(optarg, 0, 1000000, &u) < 0)
+				return bad(prog, "invalid --budget-us '%s' (0..1000000)", optarg);
+			o->budget_us = u;
+			o->budget_given = true;
+			break;
 		case O_LINGER:
 			if (parse_double(optarg, 0, 3600, &o->linger_s) < 0)
 				return bad(prog, "invalid --linger '%s' (0..3600 s)", optarg);
@@ -373,6 +384,9 @@ testevd_parse_opts(int argc, char **argv, struct opts *o)
 		return bad(prog, "--send transmits on --port; it takes no --source or --compare%s", "");
 	if (o->score && o->trace == NULL)
 		return bad(prog, "--score needs --trace FILE|GENERATOR%s", "");
+	if (o->budget_given && !o->score)
+		return bad(prog, "--budget-us applies to --score only (a policy takes "
+			   "adaptive:budget_us=N)%s", "");
 	if (o->score && (o->send || o->raw_epoll || strcmp(o->source, "ring") != 0))
 		return bad(prog, "--score runs no source: no --source, --send or --raw-epoll%s", "");
 	if (o->raw_epoll && (o->send || o->compare || strcmp(o->source, "ring") != 0))

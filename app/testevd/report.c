@@ -82,6 +82,7 @@ result_merge(struct result *acc, const struct result *one)
 	acc->ring_full += one->ring_full;
 	acc->forwarded += one->forwarded;
 	acc->sleeps += one->sleeps;
+	acc->naps += one->naps;
 	acc->wakeups += one->wakeups;
 	acc->spurious_wakeups += one->spurious_wakeups;
 	acc->repoll_hits += one->repoll_hits;
@@ -148,6 +149,7 @@ report_table(FILE *f, const struct result *r, unsigned int n)
 	ROW("time pausing (%)", ".1f", mode_pct[1]);
 	ROW("time sleeping (%)", ".1f", mode_pct[2]);
 	ROW("sleeps", PRIu64, sleeps);
+	ROW("naps", PRIu64, naps);
 	ROW("wakeups", PRIu64, wakeups);
 	ROW("spurious wakeups", PRIu64, spurious_wakeups);
 	ROW("re-poll hits", PRIu64, repoll_hits);
@@ -200,6 +202,7 @@ json_one(FILE *f, const struct result *r, const char *ind)
 	fprintf(f, "%s  \"latency_us\": {\"p50\": %.3f, \"p99\": %.3f, \"p999\": %.3f, \"max\": %.3f},\n",
 		ind, r->lat_us[0], r->lat_us[1], r->lat_us[2], r->lat_us[3]);
 	fprintf(f, "%s  \"sleeps\": %" PRIu64 ",\n", ind, r->sleeps);
+	fprintf(f, "%s  \"naps\": %" PRIu64 ",\n", ind, r->naps);
 	fprintf(f, "%s  \"wakeups\": %" PRIu64 ",\n", ind, r->wakeups);
 	fprintf(f, "%s  \"spurious_wakeups\": %" PRIu64 ",\n", ind, r->spurious_wakeups);
 	fprintf(f, "%s  \"repoll_hits\": %" PRIu64 ",\n", ind, r->repoll_hits);

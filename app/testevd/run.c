@@ -446,6 +446,7 @@ run_pattern(const struct opts *o, const char *policy, struct result *res)
 	res->lost_wakeups = st.lost_wakeups;
 	res->errors = st.errors;
 	res->sleeps = st.sleeps;
+	res->naps = st.naps;
 	res->wakeups = st.wakeups;
 	res->spurious_wakeups = st.spurious_wakeups;
 	res->repoll_hits = st.repoll_hits;

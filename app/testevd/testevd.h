@@ -46,6 +46,7 @@ struct opts {
 	const char *calibration;      /* --calibration FILE: B and L instead of measuring */
 	const char *save_calibration; /* --save-calibration FILE: measure and write them */
 	double lambda;         /* --lambda: the price of a ns of latency in ns of CPU */
+	uint64_t budget_us;    /* --budget-us: --score's latency budget (free up to it) */
 	uint64_t events;       /* --events N: arrivals a generator makes */
 	const char *policy;
 	const char *pattern;
@@ -58,6 +59,7 @@ struct opts {
 	uint32_t max_sleep_us;
 	bool compare;
 	bool semantics_given;
+	bool budget_given;
 	unsigned int rounds;
 	bool progress;
 };
@@ -134,6 +136,7 @@ struct result {
 	double events_per_s;
 	double lat_us[4]; /* p50 p99 p999 max */
 	uint64_t sleeps, wakeups, spurious_wakeups, repoll_hits, sleep_timeouts, mode_switches;
+	uint64_t naps;
 	double mode_pct[3]; /* poll pause sleep */
 	/* raw sums, from which result_finish() derives the figures above */
 	uint64_t wall_ns, cpu_ns, mode_ns[3];

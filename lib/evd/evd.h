@@ -111,7 +111,7 @@ struct evd_loop_conf {
 enum evd_mode {
 	EVD_MODE_POLL = 0,  /**< Busy polling (includes running handlers). */
 	EVD_MODE_PAUSE = 1, /**< CPU-friendly pause between polls. */
-	EVD_MODE_SLEEP = 2, /**< Armed and waiting on epoll. */
+	EVD_MODE_SLEEP = 2, /**< Waiting on epoll: armed, or napping (EVD_ACTION_NAP). */
 	EVD_MODE_COUNT
 };
 
@@ -128,6 +128,7 @@ struct evd_loop_stats {
 	uint64_t sleep_timeouts;   /**< Waits that ended by their timeout. */
 	uint64_t lost_wakeups;     /**< Completions left by an armed source that never notified. Must be 0. */
 	uint64_t pauses;           /**< Pause decisions taken. */
+	uint64_t naps;             /**< Naps: timed waits with nothing armed (policy EVD_ACTION_NAP). */
 	uint64_t mode_switches;    /**< Changes between poll, pause and sleep. */
 	uint64_t timers_fired;     /**< Timer callbacks run. */
 	uint64_t errors;           /**< Source op failures reported to on_error. */

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,6 +33,7 @@ RTE_LOG_REGISTER(evd__logtype, lib.evd, INFO);
 /* Busy rounds between two reads of the thread CPU clock. */
 #define CPU_SAMPLE_ROUNDS 4096
 #define MAX_BURST 256
+#define LOOP_TIMER_SLACK_NS 1000ul /* evd_loop_run: the thread's timer slack while it runs */
 
 uint64_t
 evd__monotonic_ns(void *arg)
@@ -551,9 +553,10 @@ disarm_all(struct evd_loop *loop)
 }
 
 /* Step 4: wait on epoll, at most timeout_ns; mark the sources whose fd is
- * ready. Returns the wake reason. */
+ * ready. Returns the wake reason. A nap (nothing armed) counts as a nap, and
+ * its timeout is its normal end, not a sleep timeout. */
 static enum evd_wake_reason
-wait_ready(struct evd_loop *loop, uint64_t timeout_ns)
+wait_ready(struct evd_loop *loop, uint64_t timeout_ns, bool nap)
 {
 	struct epoll_event evs[64];
 	struct timespec ts = {
@@ -563,7 +566,10 @@ wait_ready(struct evd_loop *loop, uint64_t timeout_ns)
 	enum evd_wake_reason why = EVD_WAKE_NOTIFY;
 	int n;
 
-	EVD_STAT_ADD(loop->stats.sleeps, 1);
+	if (nap)
+		EVD_STAT_ADD(loop->stats.naps, 1);
+	else
+		EVD_STAT_ADD(loop->stats.sleeps, 1);
 	n = epoll_pwait2(loop->epfd, evs, RTE_DIM(evs), &ts, NULL);
 	if (n < 0 && errno == ENOSYS) {
 		/* Kernels before 5.11: round down, so a sleep never overshoots a
@@ -571,7 +577,8 @@ wait_ready(struct evd_loop *loop, uint64_t timeout_ns)
 		n = epoll_wait(loop->epfd, evs, RTE_DIM(evs), (int)(timeout_ns / 1000000ull));
 	}
 	if (n == 0) {
-		EVD_STAT_ADD(loop->stats.sleep_timeouts, 1);
+		if (!nap)
+			EVD_STAT_ADD(loop->stats.sleep_timeouts, 1);
 		return EVD_WAKE_TIMEOUT;
 	}
 	EVD_STAT_ADD(loop->stats.wakeups, 1);
@@ -742,7 +749,7 @@ sleep_protocol(struct evd_loop *loop, uint64_t policy_ns, uint64_t now)
 		set_mode(loop, EVD_MODE_POLL, t0);
 		return 0;
 	}
-	why = wait_ready(loop, sleep_bound(loop, policy_ns, all_armed, t0));
+	why = wait_ready(loop, sleep_bound(loop, policy_ns, all_armed, t0), false);
 	t1 = evd__now(loop);
 	set_mode(loop, EVD_MODE_POLL, t1);
 	cpu_sample(loop);
@@ -756,6 +763,40 @@ sleep_protocol(struct evd_loop *loop, uint64_t policy_ns, uint64_t now)
 	n = poll_all(loop, false);
 	ack_woken(loop);
 	after_wake(loop, why, n);
+	if (n > 0)
+		note_events(loop, t1, n);
+	return (int)n;
+}
+
+/* The policy said nap: wait ns (or less: a timer, the loop's bound) with
+ * nothing armed, so completions gather unannounced (software interrupt
+ * moderation), then poll them together. No arm, no re-poll, no lost-wakeup
+ * check: nothing was promised. A level fd (always armed) or a stop can end
+ * it early. */
+static int
+nap_protocol(struct evd_loop *loop, uint64_t ns, uint64_t now)
+{
+	enum evd_wake_reason why;
+	uint32_t n;
+	uint64_t t1;
+
+	set_mode(loop, EVD_MODE_SLEEP, now);
+	cpu_sample(loop);
+	if (__atomic_load_n(&loop->stop, __ATOMIC_ACQUIRE)) {
+		set_mode(loop, EVD_MODE_POLL, now);
+		return 0;
+	}
+	why = wait_ready(loop, sleep_bound(loop, ns != 0 ? ns : 1000, true, now), true);
+	t1 = evd__now(loop);
+	set_mode(loop, EVD_MODE_POLL, t1);
+	cpu_sample(loop);
+	if (loop->policy.ops->on_wake != NULL)
+		loop->policy.ops->on_wake(loop->policy.state, t1, t1 - now, why);
+	evd__timers_run(loop, t1);
+	n = poll_all(loop, false);
+	ack_woken(loop);
+	for (uint32_t i = 0; i < loop->n_src; i++)
+		loop->src[i]->woken = 0;
 	if (n > 0)
 		note_events(loop, t1, n);
 	return (int)n;
@@ -804,6 +845,8 @@ evd_loop_step(struct evd_loop *loop)
 	switch (act) {
 	case EVD_ACTION_SLEEP:
 		return sleep_protocol(loop, arg, now);
+	case EVD_ACTION_NAP:
+		return nap_protocol(loop, arg, now);
 	case EVD_ACTION_PAUSE:
 		set_mode(loop, EVD_MODE_PAUSE, now);
 		EVD_STAT_ADD(loop->stats.pauses, 1);
@@ -827,7 +870,7 @@ int
 evd_loop_run(struct evd_loop *loop)
 {
 	int expected = 0;
-	int rc;
+	int rc, slack;
 
 	if (loop == NULL)
 		return -EINVAL;
@@ -837,9 +880,17 @@ evd_loop_run(struct evd_loop *loop)
 	loop->cpu_last = thread_cpu_ns();
 	/* time between runs is nobody's: start the mode clock afresh */
 	loop->mode_mark_ns = evd__now(loop);
+	/* Timed waits (naps, pre-wake, timers, the sleep bound) end up to the
+	 * thread's timer slack late: 50 us by default, as long as a nap. Run
+	 * with 1 us, and give the thread its own back after. */
+	slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+	if (slack > (int)LOOP_TIMER_SLACK_NS && prctl(PR_SET_TIMERSLACK, LOOP_TIMER_SLACK_NS, 0, 0, 0) < 0)
+		slack = -1;
 	do {
 		rc = evd_loop_step(loop);
 	} while (rc >= 0);
+	if (slack > (int)LOOP_TIMER_SLACK_NS)
+		(void)prctl(PR_SET_TIMERSLACK, (unsigned long)slack, 0, 0, 0);
 	set_mode(loop, EVD_MODE_POLL, evd__now(loop));
 	cpu_sample(loop);
 	loop->cpu_last = 0;
@@ -895,6 +946,7 @@ loop_stats_read(const struct evd_loop_stats *s, struct evd_loop_stats *d)
 	d->sleep_timeouts = LOAD(s->sleep_timeouts);
 	d->lost_wakeups = LOAD(s->lost_wakeups);
 	d->pauses = LOAD(s->pauses);
+	d->naps = LOAD(s->naps);
 	d->mode_switches = LOAD(s->mode_switches);
 	d->timers_fired = LOAD(s->timers_fired);
 	d->errors = LOAD(s->errors);
@@ -933,7 +985,7 @@ evd_loop_stats_get(struct evd_loop *loop, struct evd_loop_stats *st)
 	b = &loop->stats_base;
 	SUB(polls); SUB(empty_polls); SUB(events); SUB(arms); SUB(repoll_hits); SUB(sleeps);
 	SUB(wakeups); SUB(spurious_wakeups); SUB(sleep_timeouts); SUB(lost_wakeups); SUB(pauses);
-	SUB(mode_switches); SUB(timers_fired); SUB(errors); SUB(cpu_ns);
+	SUB(naps); SUB(mode_switches); SUB(timers_fired); SUB(errors); SUB(cpu_ns);
 	for (int m = 0; m < EVD_MODE_COUNT; m++)
 		d->mode_ns[m] -= b->mode_ns[m];
 	return 0;

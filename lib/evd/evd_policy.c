@@ -95,7 +95,9 @@ static const struct evd_policy_ops intr_policy = {
  * Cost model (measured once per process, evd_policy_env): sleeping after t
  * of an idle gap g costs t of CPU, plus B (arm, syscalls, wake), plus the
  * wake latency L(g - t), priced at lambda ns of CPU per ns; spinning through
- * it costs g. The gaps go into a decayed histogram (two bins per octave,
+ * it costs g. With a latency budget (budget_us), latency up to the budget
+ * is free and only what exceeds it is priced: cost = t + B + lambda x
+ * max(0, L(g - t) - budget). The gaps go into a decayed histogram (two bins per octave,
  * 256 ns to about 3 s, halved every 4096 gaps); at 32 gaps and then every
  * 256 idle gaps (gaps with at least one empty round) it picks the spin
  * threshold T (a bin edge, 0 or "never") with the least expected
@@ -119,11 +121,23 @@ static const struct evd_policy_ops intr_policy = {
  * lambda = 1 that is never the case, since the timer wake has a latency too;
  * it is for latency-priced loops, lambda_pct > 100).
  *
- * Keys: lambda_pct (lambda x 100; default 100), budget_us (a cap on T: the
- * longest the core stays busy after the last completion), prewake (0 turns
- * pre-wake off; default 1), guard_us (while the last completion is under
- * a second old, bound every sleep at this; default 0: off), learn=0 (the
- * first version: spin B, pause, sleep), spin_pct and pause_ns (for learn=0).
+ * Naps (software interrupt moderation, under a latency budget): where the
+ * budget leaves room for a nap S = budget - L(budget) longer than 2 B, the
+ * first empty round after a short gap (shorter than S) or after a nap that
+ * found work naps S with nothing armed instead of spinning or arming:
+ * whatever arrives meanwhile waits at most S + L, within the budget, and is
+ * polled in one round, so one wake serves a whole run of arrivals that
+ * spinning would have met one by one (NAPI's deferred-IRQ timer and
+ * gro_flush_timeout work the same way). A nap that finds nothing ends the
+ * run: the gap goes on under the learned threshold, to an armed sleep.
+ *
+ * Keys: lambda_pct (lambda x 100; default 100), budget_us (the latency
+ * budget: added latency up to it is free; with room for them, naps),
+ * spin_max_us (a cap on T: the longest the core stays busy after the last
+ * completion), nap (0 turns naps off; default 1), prewake (0 turns pre-wake
+ * off; default 1), guard_us (while the last completion is under a second
+ * old, bound every sleep at this; default 0: off), learn=0 (the first
+ * version: spin B, pause, sleep), spin_pct and pause_ns (for learn=0).
  */
 #define GAP_BINS 48
 #define GAP_CONTEXTS 4 /* the previous gap: < 4 us, < 64 us, < 1 ms, longer */
@@ -136,6 +150,7 @@ static const struct evd_policy_ops intr_policy = {
 #define PW_RUN 8        /* periodic after this many long gaps in a row... */
 #define PW_CV 0.125     /* ...each within this part of the mean */
 #define PW_SLOTS 8      /* sources followed for pre-wake; more share the least recent slot */
+#define NAP_STEP_NS 200.0 /* the nap's lateness: its 90th percentile moves by steps of this */
 #define CONTEXTS (GAP_CONTEXTS * PW_SLOTS) /* x the source that ended the gap */
 
 /* Pre-wake state of one source: its long gaps' running mean and mean
@@ -153,7 +168,13 @@ struct pw_slot {
 struct adaptive {
 	const struct evd_policy_env *env;
 	double lambda;
-	uint64_t cap_ns;      /* budget_us, or UINT64_MAX */
+	uint64_t cap_ns;      /* spin_max_us, or UINT64_MAX */
+	double lat_budget_ns; /* budget_us: added latency up to this is free (0: none) */
+	uint64_t nap_ns;      /* the nap the budget leaves room for (0: none) */
+	double nap_late_ns;   /* how late a nap ends: its 90th percentile, learned */
+	uint64_t last_gap_ns; /* the gap that ended at the last completion */
+	bool napping;         /* the last action was a nap, no completion since */
+	bool nap_hit;         /* the last nap found work */
 	uint64_t guard_ns;    /* guard_us: the bound on a sleep while traffic is recent, or UINT64_MAX */
 	bool learn;
 	/* learn=0: the calibrated ski-rental rule */
@@ -240,8 +261,10 @@ cost_table(struct adaptive *a)
 		for (int i = 0; i < GAP_BINS; i++) {
 			double g = bin_value(i);
 
-			a->cost[j][i] = g <= t ? g : t + b + a->lambda *
-				evd_policy_env_wake_ns(a->env, (uint64_t)(g - t));
+			double over = evd_policy_env_wake_ns(a->env, (uint64_t)(g - t)) -
+				      a->lat_budget_ns;
+
+			a->cost[j][i] = g <= t ? g : t + b + a->lambda * fmax(over, 0);
 		}
 	}
 }
@@ -301,14 +324,26 @@ learn_threshold(struct adaptive *a, bool decay)
 		a->ctx_threshold[3] == UINT64_MAX ? -1 : (int64_t)a->ctx_threshold[3]);
 }
 
+/* The nap the budget leaves room for once a nap's lateness is paid: 0 when
+ * that is not over 2 B (spinning through a nap of B costs no more than it). */
+static void
+nap_length(struct adaptive *a)
+{
+	double s = a->lat_budget_ns - a->nap_late_ns;
+
+	a->nap_ns = s > 2.0 * (double)a->env->sleep_wake_ns ? (uint64_t)s : 0;
+}
+
 static int
 adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct evd_policy_env *env,
 		void **state)
 {
-	uint64_t budget_us = UINT64_MAX, spin_pct = 50, pause_ns = 1000, lambda_pct = 100, learn = 1,
-		 prewake = 1, guard_us = GUARD_US;
+	uint64_t budget_us = 0, spin_max_us = UINT64_MAX, spin_pct = 50, pause_ns = 1000,
+		 lambda_pct = 100, learn = 1, prewake = 1, guard_us = GUARD_US, nap = 1;
 	const struct evd__policy_key keys[] = {
 		{ "budget_us", 0, 1000000, &budget_us },
+		{ "spin_max_us", 0, 1000000, &spin_max_us },
+		{ "nap", 0, 1, &nap },
 		{ "spin_pct", 0, 100, &spin_pct },
 		{ "pause_ns", 1, 1000000, &pause_ns },
 		{ "lambda_pct", 0, 1000000, &lambda_pct },
@@ -330,9 +365,20 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 	a->pw[0].used = true;
 	a->pw[0].id = UINT32_MAX; /* the loop, until a source is named */
 	a->lambda = (double)lambda_pct / 100.0;
-	a->cap_ns = budget_us != UINT64_MAX ? budget_us * 1000 : UINT64_MAX;
+	a->cap_ns = spin_max_us != UINT64_MAX ? spin_max_us * 1000 : UINT64_MAX;
+	a->lat_budget_ns = (double)budget_us * 1000;
+	if (nap && a->learn && budget_us != 0) {
+		/* until naps tell how late they end, the eventfd's L */
+		a->nap_late_ns = evd_policy_env_wake_ns(env, budget_us * 1000);
+		nap_length(a);
+		if (a->nap_ns == 0)
+			EVD_LOG(INFO, "policy adaptive: budget_us=%" PRIu64 " leaves no room for naps "
+				"(budget - L %.1f us, not over 2 B = %.1f us)", budget_us,
+				(a->lat_budget_ns - a->nap_late_ns) / 1e3,
+				2.0 * (double)env->sleep_wake_ns / 1e3);
+	}
 	a->guard_ns = guard_us != 0 ? guard_us * 1000 : UINT64_MAX;
-	a->budget_ns = budget_us != UINT64_MAX ? budget_us * 1000 : env->sleep_wake_ns;
+	a->budget_ns = spin_max_us != UINT64_MAX ? spin_max_us * 1000 : env->sleep_wake_ns;
 	a->spin_ns = a->budget_ns * spin_pct / 100;
 	a->pause_ns = pause_ns;
 	a->rnd = 0x9e3779b97f4a7c15ull;
@@ -340,11 +386,13 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 	a->next_decay = DECAY_EVERY;
 	a->next_check = YOUNG;
 	a->last_event_ns = UINT64_MAX;
+	a->last_gap_ns = UINT64_MAX;
 	a->n_ctx_used = GAP_CONTEXTS; /* slot 0: the loop as its one source */
 	cost_table(a);
 	young_threshold(a);
-	EVD_LOG(DEBUG, "policy adaptive: %s, B %" PRIu64 " ns, lambda %.2f, cap %" PRIu64 " ns",
-		a->learn ? "learning" : "fixed budget", env->sleep_wake_ns, a->lambda, a->cap_ns);
+	EVD_LOG(DEBUG, "policy adaptive: %s, B %" PRIu64 " ns, lambda %.2f, cap %" PRIu64 " ns, "
+		"latency budget %.0f ns, nap %" PRIu64 " ns", a->learn ? "learning" : "fixed budget",
+		env->sleep_wake_ns, a->lambda, a->cap_ns, a->lat_budget_ns, a->nap_ns);
 	*state = a;
 	return 0;
 }
@@ -380,6 +428,17 @@ adaptive_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
 		}
 		*arg = 0;
 		return EVD_ACTION_SLEEP;
+	}
+	if (a->nap_ns != 0) {
+		if (in->idle_rounds == 1 && (a->nap_hit || a->last_gap_ns < a->nap_ns)) {
+			a->napping = true;
+			*arg = a->nap_ns;
+			return EVD_ACTION_NAP;
+		}
+		if (a->napping) { /* it found nothing: the run is over */
+			a->napping = false;
+			a->nap_hit = false;
+		}
 	}
 	if (in->idle_ns < a->threshold_ns ||
 	    (a->lock_in && in->idle_ns < a->env->sleep_wake_ns))
@@ -468,6 +527,30 @@ pw_slot_of(struct adaptive *a, uint32_t id)
 	return oldest;
 }
 
+/* A nap ended: how late (its timer's wake, this machine's and this load's)?
+ * The 90th percentile, tracked by steps of NAP_STEP_NS (up 9 when later,
+ * down 1 when sooner), sets the nap's length: the budget less it. Once it
+ * leaves no room, naps stop for good (the log says so). */
+static void
+adaptive_wake(void *st, uint64_t now, uint64_t slept, enum evd_wake_reason why)
+{
+	struct adaptive *a = st;
+	double late;
+
+	RTE_SET_USED(now);
+	if (!a->napping || why != EVD_WAKE_TIMEOUT || a->nap_ns == 0)
+		return;
+	late = slept > a->nap_ns ? (double)(slept - a->nap_ns) : 0;
+	a->nap_late_ns += late > a->nap_late_ns ? 9 * NAP_STEP_NS : -NAP_STEP_NS;
+	if (a->nap_late_ns < 0)
+		a->nap_late_ns = 0;
+	nap_length(a);
+	if (a->nap_ns == 0)
+		EVD_LOG(NOTICE, "policy adaptive: naps end %.1f us late (90th percentile): the "
+			"latency budget %.1f us leaves no room for them, naps off", a->nap_late_ns / 1e3,
+			a->lat_budget_ns / 1e3);
+}
+
 /* One source had completions at now (loops of several sources). */
 static void
 prewake_source(struct adaptive *a, struct pw_slot *sl, uint64_t now)
@@ -514,9 +597,12 @@ adaptive_events(void *st, uint64_t now, uint32_t n)
 	if (!a->learn)
 		return;
 	a->lock_in = n > 1;
+	a->nap_hit = a->napping;
+	a->napping = false;
 	if (now >= a->last_event_ns) { /* UINT64_MAX before the first */
 		uint64_t g = now - a->last_event_ns;
 
+		a->last_gap_ns = g;
 		a->w[a->ctx][gap_bin(g)] += 1.0;
 		if (a->n_ctx[a->ctx] < YOUNG)
 			a->n_ctx[a->ctx]++; /* only "young or not" matters */
@@ -576,8 +662,8 @@ adaptive_describe(const void *st, char *buf, size_t len)
 	}
 #define T(x) ((x) == UINT64_MAX ? -1 : (int64_t)(x))
 	snprintf(buf, len, "gaps=%" PRIu64 " spin_ns=%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
-		 " prewake_sources=%" PRIu32 " B_ns=%" PRIu64, samples, T(t[0]), T(t[1]), T(t[2]), T(t[3]),
-		 pw, a->env->sleep_wake_ns);
+		 " prewake_sources=%" PRIu32 " nap_ns=%" PRIu64 " B_ns=%" PRIu64, samples, T(t[0]),
+		 T(t[1]), T(t[2]), T(t[3]), pw, a->nap_ns, a->env->sleep_wake_ns);
 #undef T
 }
 
@@ -587,6 +673,7 @@ static const struct evd_policy_ops adaptive_policy = {
 	.destroy = adaptive_destroy,
 	.decide = adaptive_decide,
 	.on_events = adaptive_events,
+	.on_wake = adaptive_wake,
 	.needs_env = 1,
 	.describe = adaptive_describe,
 	.on_source_events = adaptive_source_events,

@@ -61,6 +61,15 @@ enum evd_action {
 	EVD_ACTION_POLL = 0,  /**< Poll again at once. */
 	EVD_ACTION_PAUSE = 1, /**< Pause for *arg_ns (rte_pause loop), then poll. */
 	EVD_ACTION_SLEEP = 2, /**< Arm, re-poll, wait at most *arg_ns (0: the loop's bound). */
+	/**
+	 * Nap: wait *arg_ns (0: 1 us) with nothing armed, then poll. Completions
+	 * that arrive meanwhile raise no notification and are polled together at
+	 * the end: interrupt moderation in software. Each waits up to the nap
+	 * plus the timer's wake latency, so a policy naps only where that much
+	 * latency is acceptable. A level-triggered fd, a timer of the loop or a
+	 * stop may end it sooner.
+	 */
+	EVD_ACTION_NAP = 3,
 };
 
 /** What the loop tells the policy at a decision point. */

@@ -130,6 +130,7 @@ tm_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 	U64(d, &st, sleep_timeouts);
 	U64(d, &st, lost_wakeups);
 	U64(d, &st, pauses);
+	U64(d, &st, naps);
 	U64(d, &st, mode_switches);
 	U64(d, &st, timers_fired);
 	U64(d, &st, errors);
