@@ -145,9 +145,9 @@ main(int argc, char **argv)
 	CHECK_EQ(evd_source_stats_get(c.ring, &ss), 0);
 	printf("policy %s: %" PRIu64 " events in %.2f s; sleeps %" PRIu64 " wakeups %" PRIu64
 	       " spurious %" PRIu64 " repoll_hits %" PRIu64 " timeouts %" PRIu64
-	       " lost %" PRIu64 " full %" PRIu64 " pauses %" PRIu64 "\n",
+	       " lost %" PRIu64 " full %" PRIu64 " pauses %" PRIu64 " naps %" PRIu64 "\n",
 	       policy, c.delivered, (t1 - t0) / 1e9, st.sleeps, st.wakeups, st.spurious_wakeups,
-	       st.repoll_hits, st.sleep_timeouts, st.lost_wakeups, ss.full, st.pauses);
+	       st.repoll_hits, st.sleep_timeouts, st.lost_wakeups, ss.full, st.pauses, st.naps);
 
 	CHECK_EQ(c.delivered, c.expected);
 	CHECK_EQ(c.duplicates_or_gaps, 0);

@@ -145,6 +145,37 @@ assert a["competitive_ratio"] < b["competitive_ratio"], (a, b)
 print(f"ok: two sources: adaptive {a['competitive_ratio']:.3f} told the sources, "
       f"{b['competitive_ratio']:.3f} not told; best per previous gap {b['hindsight_context_ratio']:.3f}")
 PY
+# a latency budget, on the fixed cost model: at 200k arrivals/s adaptive
+# spins (the gaps are far under B + L); with budget_us=100 it naps (about
+# 100 - L us, nothing armed) and serves what gathered in one round: far
+# less CPU, and every arrival within the budget (the nap plus its lateness,
+# to the lateness tracker's steps); the oracle neither naps nor batches
+check "score, latency budget" 0 "$testevd" --score --compare --calibration "$tmp/cal.txt" \
+	--trace poisson:rate=200000 --events 20000 --budget-us 100 --json "$tmp/bud.json"
+python3 - "$tmp/bud.json" <<'PY' || fail=1
+import json, sys
+a = {r["policy"]: r for r in json.load(open(sys.argv[1]))}
+b, ad = a["adaptive:budget_us=100"], a["adaptive"]
+assert all(r["budget_us"] == 100 and r["events"] == 20000 for r in a.values()), a
+assert b["naps"] > 0 and ad["naps"] == 0, (b, ad)
+assert b["cpu_pct"] < 0.5 * ad["cpu_pct"], (b, ad)
+assert b["latency_us"]["p999"] <= 101, b
+assert b["competitive_ratio"] < ad["competitive_ratio"], (b, ad)
+print(f"ok: budget 100 us: adaptive {ad['cpu_pct']:.1f} % CPU, with the budget {b['cpu_pct']:.1f} % "
+      f"({b['naps']} naps), p99.9 {b['latency_us']['p999']:.1f} us")
+PY
+check "--budget-us without --score" 2 "$testevd" --budget-us 100
+check "--budget-us out of range" 2 "$testevd" --score --trace day --budget-us 1000001
+# the same in real time on the ring: naps, nothing lost, no lost wakeup
+check "ring, latency budget" 0 "$testevd" --no-progress --trace poisson:rate=100000 --events 20000 \
+	--policy adaptive:budget_us=5000 --json "$tmp/budring.json"
+python3 - "$tmp/budring.json" <<'PY' || fail=1
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["naps"] > 0 and r["events_lost"] == 0 and r["lost_wakeups"] == 0, r
+assert r["events_delivered"] == 20000, r
+print(f"ok: ring with a budget: {r['naps']} naps, {r['sleeps']} sleeps, nothing lost")
+PY
 printf '1000\n2000 1\n# a comment\n\n3000\n' > "$tmp/t.txt"
 check "score, text trace" 0 "$testevd" --score --trace "$tmp/t.txt" --json "$tmp/t.json"
 python3 -c "import json,sys; r=json.load(open(sys.argv[1]))[0]; assert r['events']==3, r" "$tmp/t.json" || fail=1

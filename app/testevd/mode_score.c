@@ -297,7 +297,7 @@ simulate(const char *spec, const struct trace *t, double lambda, struct score *s
 				cpu += b_ns;
 				tl_add(s->tl_cpu, s->tl_window_ns, t0 + (double)tt, b_ns);
 				tl_add(s->tl_sleep, s->tl_window_ns, t0 + (double)tt, (double)back);
-				evd_policy_wake(p, start + tt + back, d, EVD_WAKE_TIMEOUT);
+				evd_policy_wake(p, start + tt + back, back, EVD_WAKE_TIMEOUT);
 				if (tt + back >= g) {
 					late = tt + back - g;
 					nap_end = true;

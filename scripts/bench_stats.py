@@ -1,0 +1,50 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Helpers of scripts/bench's reports: round-trip histograms pooled over
+runs, their percentiles, and a p99 ratio's interval by resampling runs."""
+import json
+
+
+def load(p):
+    """A run's JSON, or None when missing or cut short by a failed run."""
+    try:
+        with open(p) as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
+        return None
+
+
+def merged(runs):
+    """The runs' rtt_histogram_ns bins added up, as sorted (top, count)."""
+    h = {}
+    for r in runs:
+        for top, c in r["rtt_histogram_ns"]:
+            h[top] = h.get(top, 0) + c
+    return sorted(h.items())
+
+
+def pct(h, p, mx):
+    """Percentile p (0..1) of a merged histogram in us; a bin's top, or the
+    runs' largest round trip mx (ns) where that is lower."""
+    n = sum(c for _, c in h)
+    want, seen = min(int(p * n), n - 1), 0
+    for top, c in h:
+        seen += c
+        if seen > want:
+            return min(top, mx) / 1e3
+    return mx / 1e3
+
+
+def pooled_p99(runs):
+    return pct(merged(runs), 0.99, max(r["latency_us"]["max"] for r in runs) * 1e3)
+
+
+def p99_interval(a_runs, b_runs, rnd, draws=2000):
+    """The 95 % interval of pooled p99(a) / pooled p99(b), resampling whole
+    runs on each side (as many, with replacement)."""
+    ratios = []
+    for _ in range(draws):
+        a = [rnd.choice(a_runs) for _ in a_runs]
+        b = [rnd.choice(b_runs) for _ in b_runs]
+        ratios.append(pooled_p99(a) / pooled_p99(b))
+    ratios.sort()
+    return ratios[int(0.025 * draws)], ratios[int(0.975 * draws) - 1]
