@@ -69,7 +69,7 @@ struct evd_clock {
 struct evd_loop_conf {
 	/** Name used in logs and stats; NULL gives "evd". */
 	const char *name;
-	/** Policy spec, see evd_policy.h (e.g. "adaptive:budget_us=50"); NULL gives "adaptive". */
+	/** Policy spec, see evd_policy.h (e.g. "adaptive:budget_us=200"); NULL gives "adaptive". */
 	const char *policy;
 	/** Upper bound on any single sleep, in microseconds; 0 gives EVD_DEFAULT_MAX_SLEEP_US. */
 	uint32_t max_sleep_us;
@@ -195,7 +195,10 @@ int evd_loop_add(struct evd_loop *loop, struct evd_source *src);
 int evd_loop_remove(struct evd_loop *loop, struct evd_source *src);
 
 /**
- * Run the loop on the calling thread until evd_loop_stop().
+ * Run the loop on the calling thread until evd_loop_stop(). While it runs,
+ * the thread's timer slack is 1 us (prctl PR_SET_TIMERSLACK; the thread's
+ * own is put back on return): timed waits (naps, pre-wake, timers, the
+ * sleep bound) would otherwise end up to 50 us late.
  * @return 0 when stopped; -EBUSY if already running; -EINVAL for NULL.
  */
 int evd_loop_run(struct evd_loop *loop);

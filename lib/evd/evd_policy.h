@@ -7,7 +7,7 @@
  * Policies: what a loop does when every source came back empty.
  *
  * A policy is chosen by a spec string: `NAME[:KEY=VALUE[,KEY=VALUE...]]`,
- * for example `adaptive`, `poll`, `intr`, `adaptive:budget_us=50`.
+ * for example `adaptive`, `poll`, `intr`, `adaptive:budget_us=200`.
  * Values are unsigned decimal integers. An unknown name is -ENOENT; an
  * unknown key, a repeated key or a bad value is -EINVAL and the log names it.
  *
@@ -23,13 +23,17 @@
  *   found a burst it spins at least B (busy-period lock-in); for periodic
  *   sources (followed per source), where it pays, it sleeps with a timeout
  *   that ends before the next expected arrival and polls through it
- *   (pre-wake). Keys:
- *   `budget_us` (cap on the spin, 0..1000000), `lambda_pct` (price of a ns
+ *   (pre-wake). With a latency budget it prices only latency beyond the
+ *   budget and, where the budget leaves room, naps (EVD_ACTION_NAP) after
+ *   short gaps, so that one wake serves a run of arrivals. Keys:
+ *   `budget_us` (the latency budget, 0..1000000; default 0: none),
+ *   `spin_max_us` (cap on the spin, 0..1000000), `nap` (0/1; default 1:
+ *   nap where the budget leaves room), `lambda_pct` (price of a ns
  *   of latency in ns of CPU, x100; default 100), `prewake` (0/1; default 1),
  *   `guard_us` (while the last completion is under a second old, bound every
  *   sleep at this, 0..1000000; default 0: off), `learn` (0: the fixed rule:
  *   poll `spin_pct` % of the budget, pause `pause_ns` at a time until the
- *   budget, then sleep; the budget is `budget_us` or B).
+ *   budget, then sleep; the budget is `spin_max_us` or B).
  *   doc/guides/policies.md has the model and how to tune it.
  * Baselines, copies of the rules in use elsewhere, for comparison:
  * - `l3fwd`: DPDK l3fwd-power (10 empty polls free, then 1 us waits, sleep with
