@@ -173,8 +173,7 @@ struct adaptive {
 	uint64_t nap_ns;      /* the nap the budget leaves room for (0: none) */
 	double nap_late_ns;   /* how late a nap ends: its 90th percentile, learned */
 	uint64_t last_gap_ns; /* the gap that ended at the last completion */
-	bool napping;         /* the last action was a nap, no completion since */
-	bool nap_hit;         /* the last nap found work */
+	bool napping;         /* a nap, and no empty round since: a run of naps */
 	uint64_t guard_ns;    /* guard_us: the bound on a sleep while traffic is recent, or UINT64_MAX */
 	bool learn;
 	/* learn=0: the calibrated ski-rental rule */
@@ -430,15 +429,15 @@ adaptive_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
 		return EVD_ACTION_SLEEP;
 	}
 	if (a->nap_ns != 0) {
-		if (in->idle_rounds == 1 && (a->nap_hit || a->last_gap_ns < a->nap_ns)) {
+		/* the first empty round after completions: if napping is still
+		 * set, the nap found work (a nap that found nothing is followed
+		 * by a second empty round, which clears it) */
+		if (in->idle_rounds == 1 && (a->napping || a->last_gap_ns < a->nap_ns)) {
 			a->napping = true;
 			*arg = a->nap_ns;
 			return EVD_ACTION_NAP;
 		}
-		if (a->napping) { /* it found nothing: the run is over */
-			a->napping = false;
-			a->nap_hit = false;
-		}
+		a->napping = false; /* none, or it found nothing: the run is over */
 	}
 	if (in->idle_ns < a->threshold_ns ||
 	    (a->lock_in && in->idle_ns < a->env->sleep_wake_ns))
@@ -597,8 +596,6 @@ adaptive_events(void *st, uint64_t now, uint32_t n)
 	if (!a->learn)
 		return;
 	a->lock_in = n > 1;
-	a->nap_hit = a->napping;
-	a->napping = false;
 	if (now >= a->last_event_ns) { /* UINT64_MAX before the first */
 		uint64_t g = now - a->last_event_ns;
 
