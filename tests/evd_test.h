@@ -5,12 +5,14 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include <evd.h>
+#include <evd_policy.h>
 
 #define CHECK(cond)                                                                       \
 	do {                                                                              \
@@ -98,6 +100,29 @@ static inline void
 vclock_advance(struct vclock *c, uint64_t ns)
 {
 	__atomic_fetch_add(&c->now, ns, __ATOMIC_RELAXED);
+}
+
+/*
+ * The stress tests' policies: a spec as given, or "adaptive-nap": adaptive
+ * with a latency budget that leaves room for naps on this machine (the nap
+ * is the budget less L, and B and L are measured: sanitizer builds inflate
+ * both) and its spin capped at 50 us. *naps tells whether naps are expected.
+ */
+static inline const char *
+test_stress_policy(const char *name, char *buf, size_t len, bool *naps)
+{
+	const struct evd_policy_env *env;
+	uint64_t lmax = 0;
+
+	*naps = strcmp(name, "adaptive-nap") == 0;
+	if (!*naps)
+		return name;
+	env = evd_policy_env_get();
+	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++)
+		lmax = lmax > env->wake_ns[k] ? lmax : env->wake_ns[k];
+	snprintf(buf, len, "adaptive:budget_us=%" PRIu64 ",spin_max_us=50",
+		 (4 * env->sleep_wake_ns + 2 * lmax) / 1000 + 300);
+	return buf;
 }
 
 #endif

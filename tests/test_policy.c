@@ -729,17 +729,19 @@ test_adaptive_naps(void)
 }
 
 /* The nap's length follows how late naps end (the 90th percentile, learned
- * from on_wake): on time, it stays within the budget less L; a quarter of
- * the budget late, it shrinks to about the budget less that; later than
- * the budget less 2 B, naps stop and the log says so. */
+ * from on_wake, by steps of 1.8 us up and 0.2 us down): half the budget
+ * late, the nap settles at the budget less that, within the steps; later
+ * than the budget less 2 B, naps stop and the log says so; the next policy
+ * update (256 idle gaps later) tries again with the shortest nap, 3 B; a
+ * nap cut short (ended before its length) teaches nothing. */
 static void
 test_adaptive_nap_lateness(void)
 {
 	const struct evd_policy_env *env = evd_policy_env_get();
-	uint64_t budget = nap_budget_ns(), now = 1000000000ull, arg = 0, first = 0;
+	uint64_t budget = nap_budget_ns(), now = 1000000000ull, arg = 0, first = 0, late = budget / 2;
 	struct evd_policy *p;
 	char spec[96];
-	int naps = 0;
+	int naps = 0, gaps = 0;
 
 	snprintf(spec, sizeof(spec), "adaptive:budget_us=%" PRIu64, budget / 1000);
 	CHECK_EQ(evd_policy_create(spec, &p), 0);
@@ -747,19 +749,27 @@ test_adaptive_nap_lateness(void)
 		now += 1000;
 		evd_policy_events(p, now, 1);
 	}
-	/* each nap finds one completion and ends budget / 4 late */
-	for (int i = 0; i < 5000; i++) {
+	/* each nap finds one completion and ends half the budget late (more
+	 * than L(budget), where the estimate starts: it climbs) */
+	for (int i = 0; i < 10000; i++) {
 		CHECK(decide_at(p, now, 100, 1, &arg) == EVD_ACTION_NAP);
 		first = first ? first : arg;
 		CHECK(arg <= budget);
-		evd_policy_wake(p, now + arg + budget / 4, arg + budget / 4, EVD_WAKE_TIMEOUT);
-		now += arg + budget / 4;
+		evd_policy_wake(p, now + arg + late, arg + late, EVD_WAKE_TIMEOUT);
+		now += arg + late;
 		evd_policy_events(p, now, 1);
 	}
 	printf("  budget %" PRIu64 " ns: first nap %" PRIu64 " ns; ending %" PRIu64 " ns late: %"
-	       PRIu64 " ns\n", budget, first, budget / 4, arg);
-	CHECK(arg + budget / 4 <= budget);
-	CHECK(arg + budget / 4 + 2000 >= budget); /* within 10 steps of the percentile */
+	       PRIu64 " ns\n", budget, first, late, arg);
+	CHECK(arg + late <= budget + 200);   /* one step down under the percentile */
+	CHECK(arg + late + 2000 > budget);   /* one step up over it */
+	/* cut short (a loop timer): no sample, the nap stays */
+	CHECK(decide_at(p, now, 100, 1, &first) == EVD_ACTION_NAP);
+	evd_policy_wake(p, now + first / 2, first / 2, EVD_WAKE_TIMEOUT);
+	now += first / 2;
+	evd_policy_events(p, now, 1);
+	CHECK(decide_at(p, now, 100, 1, &arg) == EVD_ACTION_NAP);
+	CHECK_EQ(arg, first);
 	/* now they end the whole budget late: naps stop */
 	log_capture();
 	for (int i = 0; i < 100000 && decide_at(p, now, 100, 1, &arg) == EVD_ACTION_NAP; i++) {
@@ -772,7 +782,17 @@ test_adaptive_nap_lateness(void)
 	printf("  ending %" PRIu64 " ns late: naps off after %d\n", budget, naps);
 	CHECK(decide_at(p, now, 100, 1, &arg) != EVD_ACTION_NAP);
 	CHECK(strstr(logbuf, "naps off") != NULL);
-	CHECK(env->sleep_wake_ns > 0);
+	/* idle gaps (an empty round each), then the update: the shortest nap */
+	for (gaps = 0; gaps < 1000; gaps++) {
+		now += 10000;
+		evd_policy_events(p, now, 1);
+		if (decide_at(p, now, 100, 1, &arg) == EVD_ACTION_NAP)
+			break;
+	}
+	printf("  tried again after %d gaps: nap %" PRIu64 " ns (3 B = %" PRIu64 ")\n", gaps, arg,
+	       3 * env->sleep_wake_ns);
+	CHECK(gaps < 1000);
+	CHECK(arg + 2 >= 3 * env->sleep_wake_ns && arg <= 3 * env->sleep_wake_ns + 2);
 	evd_policy_destroy(p);
 }
 
@@ -817,10 +837,14 @@ static const struct evd_policy_ops napper_ops = {
 	.decide = napper_decide,
 };
 
+static int slack_before, slack_after; /* the run thread's, around evd_loop_run */
+
 static void *
 napper_run(void *arg)
 {
+	slack_before = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
 	CHECK_EQ(evd_loop_run(arg), 0);
+	slack_after = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
 	return NULL;
 }
 
@@ -831,13 +855,13 @@ napper_run(void *arg)
 static void
 test_loop_nap(void)
 {
-	struct evd_loop_conf conf = { .policy = "napper", .max_sleep_us = 100000 };
+	/* no bound on a sleep short of 100 s: only the stop can end the long nap */
+	struct evd_loop_conf conf = { .policy = "napper", .max_sleep_us = 100000000 };
 	struct evd_loop_stats st;
 	struct evd_source_stats ss;
 	struct evd_source *r;
 	struct evd_loop *loop;
 	pthread_t th;
-	int slack;
 
 	CHECK_EQ(evd_policy_register(&napper_ops), 0);
 	CHECK_EQ(evd_loop_create(&conf, &loop), 0);
@@ -857,11 +881,11 @@ test_loop_nap(void)
 	CHECK_EQ(st.mode, EVD_MODE_POLL);
 	CHECK_EQ(st.mode_switches, 2);  /* poll, sleep (the nap), poll */
 
-	/* a nap of 60 s, ended by a stop */
+	/* a nap of 60 s, ended by a stop (a stop that did not wake it: the
+	 * test runs into meson's timeout) */
 	r = napper_cfg.ring;
 	napper_cfg.ring = NULL;
 	napper_cfg.nap_ns = 60000000000ull;
-	slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
 	CHECK_EQ(pthread_create(&th, NULL, napper_run, loop), 0);
 	do {
 		struct timespec ts = { 0, 1000000 };
@@ -874,9 +898,11 @@ test_loop_nap(void)
 	CHECK_EQ(evd_loop_stats_get(loop, &st), 0);
 	CHECK_EQ(st.naps, 2);
 	CHECK_EQ(st.sleeps, 0);
-	printf("  timer slack: %d ns in the loop, %d ns outside\n", napper_cfg.slack_seen, slack);
+	printf("  timer slack of the run thread: %d ns before, %d ns in the loop, %d ns after\n",
+	       slack_before, napper_cfg.slack_seen, slack_after);
 	CHECK(napper_cfg.slack_seen <= 1000);
-	CHECK_EQ(prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0), slack);
+	CHECK_EQ(slack_after, slack_before);
+	CHECK(slack_before > 1000); /* Linux's default, 50 us: the test can tell */
 	CHECK_EQ(evd_loop_remove(loop, r), 0);
 	CHECK_EQ(evd_source_destroy(r), 0);
 	CHECK_EQ(evd_loop_destroy(loop), 0);

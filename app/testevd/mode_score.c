@@ -447,6 +447,9 @@ score_mode(const struct opts *o)
 	if (o->budget_us != 0)
 		printf("testevd: latency budget %" PRIu64 " us: added latency up to it costs nothing\n",
 		       o->budget_us);
+	if (o->budget_us != 0 && !o->compare && strstr(o->policy, "budget_us=") == NULL)
+		printf("testevd: note: policy %s is not told the budget (adaptive:budget_us=%" PRIu64
+		       " is); scored under it all the same\n", o->policy, o->budget_us);
 	printf("\n  %-34s %9s %8s %10s %10s %10s %9s\n", "policy", "ratio", "cpu %", "p50 us",
 	       "p99 us", "p99.9 us", "switches");
 	for (size_t i = 0; i < n; i++) {

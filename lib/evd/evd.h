@@ -122,19 +122,24 @@ struct evd_loop_stats {
 	uint64_t events;           /**< Completions handed to handlers. */
 	uint64_t arms;             /**< Successful source arms. */
 	uint64_t repoll_hits;      /**< Re-polls after arming that found completions. */
-	uint64_t sleeps;           /**< Waits on epoll entered. */
-	uint64_t wakeups;          /**< Waits that ended because an fd was ready. */
+	uint64_t sleeps;           /**< Armed waits on epoll entered (naps not included). */
+	uint64_t wakeups;          /**< Waits (sleeps and naps) that ended because an fd was ready. */
 	uint64_t spurious_wakeups; /**< Wakeups after which no source had anything. */
-	uint64_t sleep_timeouts;   /**< Waits that ended by their timeout. */
+	uint64_t sleep_timeouts;   /**< Sleeps that ended by their timeout (a nap's end is not one). */
 	uint64_t lost_wakeups;     /**< Completions left by an armed source that never notified. Must be 0. */
 	uint64_t pauses;           /**< Pause decisions taken. */
-	uint64_t naps;             /**< Naps: timed waits with nothing armed (policy EVD_ACTION_NAP). */
 	uint64_t mode_switches;    /**< Changes between poll, pause and sleep. */
 	uint64_t timers_fired;     /**< Timer callbacks run. */
 	uint64_t errors;           /**< Source op failures reported to on_error. */
 	uint64_t mode_ns[EVD_MODE_COUNT]; /**< Time spent in each mode. */
 	uint64_t cpu_ns;           /**< CPU time of the loop's thread (0 before the loop ran). */
 	uint32_t mode;             /**< Current enum evd_mode. */
+	/**
+	 * Naps: timed waits with nothing armed (policy EVD_ACTION_NAP).
+	 * (Appended after the first fields; there is no ABI promise before the
+	 * first release: build against the header of the library you run with.)
+	 */
+	uint64_t naps;
 };
 
 /** Counters of one source, as seen by its loop. */

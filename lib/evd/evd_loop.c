@@ -552,6 +552,9 @@ disarm_all(struct evd_loop *loop)
 		disarm(loop->src[i]);
 }
 
+/* epoll_pwait2 returned ENOSYS once: the kernel predates 5.11 */
+static bool no_epoll_pwait2;
+
 /* Step 4: wait on epoll, at most timeout_ns; mark the sources whose fd is
  * ready. Returns the wake reason. A nap (nothing armed) counts as a nap, and
  * its timeout is its normal end, not a sleep timeout. */
@@ -570,11 +573,20 @@ wait_ready(struct evd_loop *loop, uint64_t timeout_ns, bool nap)
 		EVD_STAT_ADD(loop->stats.naps, 1);
 	else
 		EVD_STAT_ADD(loop->stats.sleeps, 1);
-	n = epoll_pwait2(loop->epfd, evs, RTE_DIM(evs), &ts, NULL);
+	n = -1;
+	errno = ENOSYS;
+	if (!__atomic_load_n(&no_epoll_pwait2, __ATOMIC_RELAXED))
+		n = epoll_pwait2(loop->epfd, evs, RTE_DIM(evs), &ts, NULL);
 	if (n < 0 && errno == ENOSYS) {
-		/* Kernels before 5.11: round down, so a sleep never overshoots a
-		 * timer; the next step sleeps again for the remainder. */
-		n = epoll_wait(loop->epfd, evs, RTE_DIM(evs), (int)(timeout_ns / 1000000ull));
+		/* Kernels before 5.11: wait on the epoll fd itself with
+		 * ppoll's nanoseconds (epoll_wait's milliseconds would turn a
+		 * nap into a busy return), then collect without waiting. */
+		struct pollfd pfd = { .fd = loop->epfd, .events = POLLIN };
+
+		__atomic_store_n(&no_epoll_pwait2, true, __ATOMIC_RELAXED);
+		n = ppoll(&pfd, 1, &ts, NULL);
+		if (n > 0)
+			n = epoll_wait(loop->epfd, evs, RTE_DIM(evs), 0);
 	}
 	if (n == 0) {
 		if (!nap)
@@ -624,23 +636,37 @@ ack_woken(struct evd_loop *loop)
 	}
 }
 
-/* After a wake: the sources that notified and found nothing were spurious;
- * armed sources that hold completions after a timeout without a pending
- * notification lost a wakeup. Then leave interrupt mode (disarm). */
+/* After a wait (a sleep or a nap): the sources that notified and found
+ * nothing were spurious (and the loop's wakeup, if nothing was found). */
 static void
-after_wake(struct evd_loop *loop, enum evd_wake_reason why, uint32_t found)
+settle_woken(struct evd_loop *loop, enum evd_wake_reason why, uint32_t found)
 {
 	bool any_woken = false;
 
 	for (uint32_t i = 0; i < loop->n_src; i++) {
 		struct evd_source *s = loop->src[i];
 
-		if (s->woken) {
-			any_woken = true;
-			if (s->stats.events == s->events_at_sleep)
-				EVD_STAT_ADD(s->stats.spurious_wakeups, 1);
-			s->woken = 0;
-		} else if (why == EVD_WAKE_TIMEOUT && s->armed == 1 &&
+		if (!s->woken)
+			continue;
+		any_woken = true;
+		if (s->stats.events == s->events_at_sleep)
+			EVD_STAT_ADD(s->stats.spurious_wakeups, 1);
+		s->woken = 0;
+	}
+	if (why == EVD_WAKE_NOTIFY && found == 0 && any_woken)
+		EVD_STAT_ADD(loop->stats.spurious_wakeups, 1);
+}
+
+/* After a sleep: armed sources that hold completions after a timeout
+ * without a pending notification lost a wakeup; the woken ones are
+ * settled. Then leave interrupt mode (disarm). */
+static void
+after_wake(struct evd_loop *loop, enum evd_wake_reason why, uint32_t found)
+{
+	for (uint32_t i = 0; i < loop->n_src; i++) {
+		struct evd_source *s = loop->src[i];
+
+		if (!s->woken && why == EVD_WAKE_TIMEOUT && s->armed == 1 &&
 			   s->stats.events != s->events_at_sleep) {
 			/* Explicitly armed, completions found, the wait timed out:
 			 * the notification must show up, late at worst (raced
@@ -659,8 +685,7 @@ after_wake(struct evd_loop *loop, enum evd_wake_reason why, uint32_t found)
 				"a timeout, no notification)", loop->name, s->name);
 		}
 	}
-	if (why == EVD_WAKE_NOTIFY && found == 0 && any_woken)
-		EVD_STAT_ADD(loop->stats.spurious_wakeups, 1);
+	settle_woken(loop, why, found);
 	disarm_all(loop);
 }
 
@@ -786,6 +811,8 @@ nap_protocol(struct evd_loop *loop, uint64_t ns, uint64_t now)
 		set_mode(loop, EVD_MODE_POLL, now);
 		return 0;
 	}
+	for (uint32_t i = 0; i < loop->n_src; i++)
+		loop->src[i]->events_at_sleep = loop->src[i]->stats.events;
 	why = wait_ready(loop, sleep_bound(loop, ns != 0 ? ns : 1000, true, now), true);
 	t1 = evd__now(loop);
 	set_mode(loop, EVD_MODE_POLL, t1);
@@ -795,8 +822,7 @@ nap_protocol(struct evd_loop *loop, uint64_t ns, uint64_t now)
 	evd__timers_run(loop, t1);
 	n = poll_all(loop, false);
 	ack_woken(loop);
-	for (uint32_t i = 0; i < loop->n_src; i++)
-		loop->src[i]->woken = 0;
+	settle_woken(loop, why, n);
 	if (n > 0)
 		note_events(loop, t1, n);
 	return (int)n;

@@ -174,6 +174,8 @@ struct adaptive {
 	double nap_late_ns;   /* how late a nap ends: its 90th percentile, learned */
 	uint64_t last_gap_ns; /* the gap that ended at the last completion */
 	bool napping;         /* a nap, and no empty round since: a run of naps */
+	bool naps_late;       /* naps stopped: they ended too late for the budget */
+	bool lock_in_pays;    /* L(B) exceeds the budget: lock-in saves priced latency */
 	uint64_t guard_ns;    /* guard_us: the bound on a sleep while traffic is recent, or UINT64_MAX */
 	bool learn;
 	/* learn=0: the calibrated ski-rental rule */
@@ -247,6 +249,13 @@ young_threshold(struct adaptive *a)
 	a->threshold_ns = evd__ski_rand_threshold(a->env->sleep_wake_ns, &a->rnd);
 }
 
+/* The priced part of an added latency: what exceeds the budget. */
+static inline double
+priced(const struct adaptive *a, double latency_ns)
+{
+	return fmax(latency_ns - a->lat_budget_ns, 0);
+}
+
 /* The cost table of the model: per threshold and gap bin. */
 static void
 cost_table(struct adaptive *a)
@@ -260,10 +269,11 @@ cost_table(struct adaptive *a)
 		for (int i = 0; i < GAP_BINS; i++) {
 			double g = bin_value(i);
 
-			double over = evd_policy_env_wake_ns(a->env, (uint64_t)(g - t)) -
-				      a->lat_budget_ns;
-
-			a->cost[j][i] = g <= t ? g : t + b + a->lambda * fmax(over, 0);
+			if (g <= t)
+				a->cost[j][i] = g;
+			else
+				a->cost[j][i] = t + b + a->lambda * priced(a, evd_policy_env_wake_ns(
+						a->env, (uint64_t)(g - t)));
 		}
 	}
 }
@@ -366,6 +376,13 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 	a->lambda = (double)lambda_pct / 100.0;
 	a->cap_ns = spin_max_us != UINT64_MAX ? spin_max_us * 1000 : UINT64_MAX;
 	a->lat_budget_ns = (double)budget_us * 1000;
+	if (budget_us != 0 && !a->learn) {
+		EVD_LOG(ERR, "policy adaptive: budget_us is a latency budget, which learn=0 does not "
+			"use; learn=0 spins for spin_max_us (or B)");
+		free(a);
+		return -EINVAL;
+	}
+	a->lock_in_pays = evd_policy_env_wake_ns(env, env->sleep_wake_ns) > a->lat_budget_ns;
 	if (nap && a->learn && budget_us != 0) {
 		/* until naps tell how late they end, the eventfd's L */
 		a->nap_late_ns = evd_policy_env_wake_ns(env, budget_us * 1000);
@@ -431,8 +448,9 @@ adaptive_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
 	if (a->nap_ns != 0) {
 		/* the first empty round after completions: if napping is still
 		 * set, the nap found work (a nap that found nothing is followed
-		 * by a second empty round, which clears it) */
-		if (in->idle_rounds == 1 && (a->napping || a->last_gap_ns < a->nap_ns)) {
+		 * by a second empty round, which clears it); else nap only after
+		 * a gap under half a nap: a nap can expect two arrivals or more */
+		if (in->idle_rounds == 1 && (a->napping || 2 * a->last_gap_ns < a->nap_ns)) {
 			a->napping = true;
 			*arg = a->nap_ns;
 			return EVD_ACTION_NAP;
@@ -440,7 +458,7 @@ adaptive_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
 		a->napping = false; /* none, or it found nothing: the run is over */
 	}
 	if (in->idle_ns < a->threshold_ns ||
-	    (a->lock_in && in->idle_ns < a->env->sleep_wake_ns))
+	    (a->lock_in && a->lock_in_pays && in->idle_ns < a->env->sleep_wake_ns))
 		return EVD_ACTION_POLL;
 	if (a->pw_active != 0) {
 		uint64_t wake = UINT64_MAX;
@@ -488,7 +506,7 @@ prewake_learn(struct adaptive *a, struct pw_slot *sl, uint64_t now, uint64_t g)
 		double lat = evd_policy_env_wake_ns(a->env, (uint64_t)sl->mean);
 		double margin = 3 * sl->dev + lat;
 
-		if (margin < a->lambda * lat && sl->mean - margin > (double)a->threshold_ns &&
+		if (margin < a->lambda * priced(a, lat) && sl->mean - margin > (double)a->threshold_ns &&
 		    sl->mean - margin > (double)a->env->sleep_wake_ns) {
 			sl->wake_at = now + (uint64_t)(sl->mean - margin);
 			sl->end_at = now + (uint64_t)(sl->mean + 3 * sl->dev + margin);
@@ -528,26 +546,41 @@ pw_slot_of(struct adaptive *a, uint32_t id)
 
 /* A nap ended: how late (its timer's wake, this machine's and this load's)?
  * The 90th percentile, tracked by steps of NAP_STEP_NS (up 9 when later,
- * down 1 when sooner), sets the nap's length: the budget less it. Once it
- * leaves no room, naps stop for good (the log says so). */
+ * down 1 when sooner), sets the nap's length: the budget less it. A nap
+ * that ended before its length was cut short (a loop timer, the loop's
+ * sleep bound): no sample. When it leaves no room naps stop; every policy
+ * update (256 idle gaps) they are tried again with the shortest nap
+ * allowed, so one bad stretch does not end them for good. */
 static void
 adaptive_wake(void *st, uint64_t now, uint64_t slept, enum evd_wake_reason why)
 {
 	struct adaptive *a = st;
-	double late;
 
 	RTE_SET_USED(now);
-	if (!a->napping || why != EVD_WAKE_TIMEOUT || a->nap_ns == 0)
+	if (!a->napping || why != EVD_WAKE_TIMEOUT || a->nap_ns == 0 || slept < a->nap_ns)
 		return;
-	late = slept > a->nap_ns ? (double)(slept - a->nap_ns) : 0;
-	a->nap_late_ns += late > a->nap_late_ns ? 9 * NAP_STEP_NS : -NAP_STEP_NS;
+	a->nap_late_ns += (double)(slept - a->nap_ns) > a->nap_late_ns ? 9 * NAP_STEP_NS
+									 : -NAP_STEP_NS;
 	if (a->nap_late_ns < 0)
 		a->nap_late_ns = 0;
 	nap_length(a);
-	if (a->nap_ns == 0)
-		EVD_LOG(NOTICE, "policy adaptive: naps end %.1f us late (90th percentile): the "
-			"latency budget %.1f us leaves no room for them, naps off", a->nap_late_ns / 1e3,
-			a->lat_budget_ns / 1e3);
+	if (a->nap_ns == 0) {
+		rte_log(a->naps_late ? RTE_LOG_DEBUG : RTE_LOG_NOTICE, evd__logtype,
+			"EVD: policy adaptive: naps end %.1f us late (90th percentile): the latency "
+			"budget %.1f us leaves no room for them, naps off (tried again every 256 idle "
+			"gaps)\n", a->nap_late_ns / 1e3, a->lat_budget_ns / 1e3);
+		a->naps_late = true;
+	}
+}
+
+/* Naps stopped by lateness: try again with the shortest nap allowed (3 B). */
+static void
+naps_retry(struct adaptive *a)
+{
+	if (a->naps_late && a->nap_ns == 0) {
+		a->nap_late_ns = a->lat_budget_ns - 3.0 * (double)a->env->sleep_wake_ns;
+		nap_length(a);
+	}
 }
 
 /* One source had completions at now (loops of several sources). */
@@ -629,6 +662,7 @@ adaptive_events(void *st, uint64_t now, uint32_t n)
 		if (a->idle_left == 0)
 			a->idle_left = LEARN_EVERY;
 		learn_threshold(a, decay);
+		naps_retry(a);
 		a->next_check = a->next_decay;
 	}
 	a->threshold_ns = a->ctx_threshold[a->ctx];
@@ -645,7 +679,7 @@ adaptive_describe(const void *st, char *buf, size_t len)
 	uint32_t c0 = __atomic_load_n(&a->slot_ctx, __ATOMIC_RELAXED);
 
 	if (!a->learn) {
-		snprintf(buf, len, "fixed budget_ns=%" PRIu64 " spin_ns=%" PRIu64, a->budget_ns,
+		snprintf(buf, len, "fixed spin_budget_ns=%" PRIu64 " spin_ns=%" PRIu64, a->budget_ns,
 			 a->spin_ns);
 		return;
 	}

@@ -32,8 +32,9 @@
  *   of latency in ns of CPU, x100; default 100), `prewake` (0/1; default 1),
  *   `guard_us` (while the last completion is under a second old, bound every
  *   sleep at this, 0..1000000; default 0: off), `learn` (0: the fixed rule:
- *   poll `spin_pct` % of the budget, pause `pause_ns` at a time until the
- *   budget, then sleep; the budget is `spin_max_us` or B).
+ *   poll `spin_pct` % of a spin budget, pause `pause_ns` at a time until
+ *   it, then sleep; the spin budget is `spin_max_us` or B; not with
+ *   `budget_us`).
  *   doc/guides/policies.md has the model and how to tune it.
  * Baselines, copies of the rules in use elsewhere, for comparison:
  * - `l3fwd`: DPDK l3fwd-power (10 empty polls free, then 1 us waits, sleep with
@@ -70,8 +71,10 @@ enum evd_action {
 	 * that arrive meanwhile raise no notification and are polled together at
 	 * the end: interrupt moderation in software. Each waits up to the nap
 	 * plus the timer's wake latency, so a policy naps only where that much
-	 * latency is acceptable. A level-triggered fd, a timer of the loop or a
-	 * stop may end it sooner.
+	 * latency is acceptable. A level-triggered fd, a timer of the loop, the
+	 * loop's sleep bounds (max_sleep_us, poll_only_bound_us) or a stop may
+	 * end it sooner. (A verbs CQ cannot be disarmed: one still armed from an
+	 * earlier sleep may end a nap at its first completion.)
 	 */
 	EVD_ACTION_NAP = 3,
 };
@@ -127,11 +130,11 @@ struct evd_policy_ops {
 		      const struct evd_policy_env *env, void **state);
 	/** Free the state create() made. */
 	void (*destroy)(void *state);
-	/** Decide after an empty round; set *arg_ns for PAUSE and SLEEP. */
+	/** Decide after an empty round; set *arg_ns for PAUSE, SLEEP and NAP. */
 	enum evd_action (*decide)(void *state, const struct evd_policy_input *in, uint64_t *arg_ns);
 	/** A round found @p n completions. */
 	void (*on_events)(void *state, uint64_t now_ns, uint32_t n);
-	/** A sleep (or its re-poll) ended, after @p slept_ns. */
+	/** A sleep (or its re-poll) or a nap ended, after @p slept_ns (a nap that ran its length: EVD_WAKE_TIMEOUT). */
 	void (*on_wake)(void *state, uint64_t now_ns, uint64_t slept_ns, enum evd_wake_reason why);
 	/** Whether the policy needs env (the one-time calibration); 0 skips it. */
 	int needs_env;
@@ -191,7 +194,7 @@ void evd_policy_events(struct evd_policy *p, uint64_t now_ns, uint32_t n);
 void evd_policy_source_events(struct evd_policy *p, uint64_t now_ns, uint32_t source_id,
 			      uint32_t n);
 
-/** Tell the instance a sleep ended (see on_wake). */
+/** Tell the instance a sleep or a nap ended (see on_wake). */
 void evd_policy_wake(struct evd_policy *p, uint64_t now_ns, uint64_t slept_ns,
 		     enum evd_wake_reason why);
 

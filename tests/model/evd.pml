@@ -157,9 +157,10 @@ active proctype loop()
 		:: found > 0 -> goto next
 		:: else -> skip
 		fi;
-		/* 2. decide: poll again, or sleep */
+		/* 2. decide: poll again, nap, or sleep */
 		if
 		:: goto next
+		:: goto nap
 		:: skip
 		fi;
 		/* 3. arm, then re-poll */
@@ -207,6 +208,34 @@ active proctype loop()
 			:: else -> skip
 			fi;
 			r_armed = 0
+		};
+		goto next;
+nap:
+		/* a nap (nap_protocol): nothing is armed; its timer ends it at
+		 * any moment here, seeing no fd ready, or it returns with what
+		 * is ready then; poll, ack what woke it (exactly once). A CQ
+		 * left armed by an earlier re-poll hit may fire meanwhile. */
+		if
+		:: d_step { woken_s = 0; woken_c = 0; woken_r = 0 }   /* the timer: nothing ready */
+		:: d_step {
+			woken_s = (s_pending > 0); woken_c = (c_pending > 0); woken_r = (r_db > 0);
+			if :: stop_fd -> stop_fd = 0 :: else -> skip fi
+		   }
+		fi;
+		poll_all(found);
+		atomic {
+			if
+			:: woken_s -> assert(s_pending > 0); s_pending--; s_acked++
+			:: else -> skip
+			fi;
+			if
+			:: woken_c -> assert(c_pending > 0); c_pending--; c_acked++
+			:: else -> skip
+			fi;
+			if
+			:: woken_r -> assert(r_db > 0); r_consumed = r_consumed + r_db; r_db = 0
+			:: else -> skip
+			fi
 		};
 next:
 		skip
