@@ -55,6 +55,7 @@ test_spec_errors(void)
 		{ "adaptive:budget_us=1,,spin_pct=1", -EINVAL, "empty key" },
 		{ "adaptive:pause_ns=0", -EINVAL, "pause_ns" },
 		{ "adaptive:nap=2", -EINVAL, "nap" },
+		{ "adaptive:learn=0,budget_us=100", -EINVAL, "learn=0 does not use" },
 		{ "adaptive:spin_max_us=1000001", -EINVAL, "spin_max_us" },
 		{ "adaptive:Budget=1", -EINVAL, "'Budget'" },
 		{ "poll:x=1", -EINVAL, "'x'" },
