@@ -632,10 +632,12 @@ nap_budget_ns(void)
 	return (4 * env->sleep_wake_ns + 2 * lmax + 100000) / 1000 * 1000;
 }
 
+/* A decision idle after the last round, which found 64 completions. */
 static enum evd_action
 decide_at(struct evd_policy *p, uint64_t now, uint64_t idle, uint64_t rounds, uint64_t *arg)
 {
-	struct evd_policy_input in = { .now_ns = now + idle, .idle_ns = idle, .idle_rounds = rounds };
+	struct evd_policy_input in = { .now_ns = now + idle, .idle_ns = idle, .idle_rounds = rounds,
+				       .last_burst = 64 };
 
 	*arg = 0;
 	return evd_policy_decide(p, &in, arg);
@@ -666,66 +668,68 @@ test_adaptive_budget_cost(void)
 	CHECK(t_none >= t_budget);
 }
 
-/* Naps, decided on a virtual clock: the first empty round after a short
- * gap naps budget - L (nothing armed); a nap that found nothing ends the run
- * (the next round does not nap); after a long gap there is none; a nap that
- * found work keeps the run going although its own gap was long; nap=0 and a
- * budget with no room for a nap never nap. */
+/* One gap of g ending in n completions, then the first empty round's
+ * decision (as a loop makes it): the action, and its arg in *arg. */
+static enum evd_action
+gap_then_decide(struct evd_policy *p, uint64_t *now, uint64_t g, uint32_t n, uint64_t *arg)
+{
+	struct evd_policy_input in = { .idle_ns = 100, .idle_rounds = 1, .last_burst = n };
+
+	*now += g;
+	evd_policy_events(p, *now, n);
+	in.now_ns = *now + 100;
+	*arg = 0;
+	return evd_policy_decide(p, &in, arg);
+}
+
+/* Naps, decided on a virtual clock: the nap is budget - L (nothing armed);
+ * it comes where the arrival rate (completions over gaps, averaged over the
+ * idle gaps) promises two arrivals a nap or more: soon with gaps of a
+ * quarter nap, never with gaps of four naps, and a nap that finds a batch
+ * is followed by another; a nap that found nothing is followed by no nap
+ * in the same gap; nap=0, and a budget with no room for a nap, never nap. */
 static void
 test_adaptive_naps(void)
 {
 	const struct evd_policy_env *env = evd_policy_env_get();
-	uint64_t budget = nap_budget_ns(), now = 1000000000ull, arg, nap;
+	uint64_t budget = nap_budget_ns(), now = 1000000000ull, arg = 0, nap;
 	double l = evd_policy_env_wake_ns(env, budget);
 	struct evd_policy *p;
 	char spec[96];
+	int i;
 
 	snprintf(spec, sizeof(spec), "adaptive:budget_us=%" PRIu64, budget / 1000);
 	CHECK_EQ(evd_policy_create(spec, &p), 0);
 	nap = budget - (uint64_t)l;
-	for (int i = 0; i < 40; i++) { /* gaps of a quarter nap: a run */
-		now += nap / 4;
-		evd_policy_events(p, now, 1);
-	}
-	CHECK(decide_at(p, now, 100, 1, &arg) == EVD_ACTION_NAP);
-	printf("  budget %" PRIu64 " ns, L %.0f ns, B %" PRIu64 " ns: nap %" PRIu64 " ns\n", budget,
-	       l, env->sleep_wake_ns, arg);
+	for (i = 0; i < 100; i++) /* sparse: one arrival every four naps */
+		CHECK(gap_then_decide(p, &now, 4 * nap, 1, &arg) != EVD_ACTION_NAP);
+	for (i = 0; i < 100; i++) /* dense: four arrivals a nap */
+		if (gap_then_decide(p, &now, nap / 4, 1, &arg) == EVD_ACTION_NAP)
+			break;
+	printf("  budget %" PRIu64 " ns, L %.0f ns, B %" PRIu64 " ns: nap %" PRIu64 " ns after %d "
+	       "dense gaps\n", budget, l, env->sleep_wake_ns, arg, i);
+	CHECK(i < 100);
 	CHECK(arg + (uint64_t)l <= budget);
 	CHECK(arg > 2 * env->sleep_wake_ns);
 	/* it found nothing: the next round goes on without a nap */
 	CHECK(decide_at(p, now, arg + 1000, 2, &arg) != EVD_ACTION_NAP);
-	/* a long gap: no nap after it */
-	now += 50 * budget;
-	evd_policy_events(p, now, 1);
-	CHECK(decide_at(p, now, 100, 1, &arg) != EVD_ACTION_NAP);
-	/* short gaps again: a nap; it finds work (its gap is a nap long):
-	 * the run goes on with another */
-	now += nap / 4;
-	evd_policy_events(p, now, 1);
-	CHECK(decide_at(p, now, 100, 1, &arg) == EVD_ACTION_NAP);
-	now += arg + 100;
-	evd_policy_events(p, now, 3);
-	CHECK(decide_at(p, now, 100, 1, &arg) == EVD_ACTION_NAP);
+	/* one that finds a batch (four arrivals, a nap long): another */
+	CHECK(gap_then_decide(p, &now, nap / 4, 1, &arg) == EVD_ACTION_NAP);
+	CHECK(gap_then_decide(p, &now, arg + 100, 4, &arg) == EVD_ACTION_NAP);
 	evd_policy_destroy(p);
 
 	snprintf(spec, sizeof(spec), "adaptive:budget_us=%" PRIu64 ",nap=0", budget / 1000);
 	CHECK_EQ(evd_policy_create(spec, &p), 0);
-	for (int i = 0; i < 40; i++) {
-		now += nap / 4;
-		evd_policy_events(p, now, 1);
-	}
-	CHECK(decide_at(p, now, 100, 1, &arg) != EVD_ACTION_NAP);
+	for (i = 0; i < 100; i++)
+		CHECK(gap_then_decide(p, &now, nap / 4, 1, &arg) != EVD_ACTION_NAP);
 	evd_policy_destroy(p);
 
 	log_capture();
 	CHECK_EQ(evd_policy_create("adaptive:budget_us=1", &p), 0);
 	log_release();
 	CHECK(strstr(logbuf, "leaves no room for naps") != NULL);
-	for (int i = 0; i < 40; i++) {
-		now += 100;
-		evd_policy_events(p, now, 1);
-	}
-	CHECK(decide_at(p, now, 100, 1, &arg) != EVD_ACTION_NAP);
+	for (i = 0; i < 100; i++)
+		CHECK(gap_then_decide(p, &now, 100, 1, &arg) != EVD_ACTION_NAP);
 	evd_policy_destroy(p);
 }
 
@@ -746,11 +750,9 @@ test_adaptive_nap_lateness(void)
 
 	snprintf(spec, sizeof(spec), "adaptive:budget_us=%" PRIu64, budget / 1000);
 	CHECK_EQ(evd_policy_create(spec, &p), 0);
-	for (int i = 0; i < 40; i++) {
-		now += 1000;
-		evd_policy_events(p, now, 1);
-	}
-	/* each nap finds one completion and ends half the budget late (more
+	for (int i = 0; i < 40; i++) /* dense: 64 arrivals each microsecond */
+		gap_then_decide(p, &now, 1000, 64, &arg);
+	/* each nap finds 64 completions and ends half the budget late (more
 	 * than L(budget), where the estimate starts: it climbs) */
 	for (int i = 0; i < 10000; i++) {
 		CHECK(decide_at(p, now, 100, 1, &arg) == EVD_ACTION_NAP);
@@ -758,7 +760,7 @@ test_adaptive_nap_lateness(void)
 		CHECK(arg <= budget);
 		evd_policy_wake(p, now + arg + late, arg + late, EVD_WAKE_TIMEOUT);
 		now += arg + late;
-		evd_policy_events(p, now, 1);
+		evd_policy_events(p, now, 64);
 	}
 	printf("  budget %" PRIu64 " ns: first nap %" PRIu64 " ns; ending %" PRIu64 " ns late: %"
 	       PRIu64 " ns\n", budget, first, late, arg);
@@ -768,7 +770,7 @@ test_adaptive_nap_lateness(void)
 	CHECK(decide_at(p, now, 100, 1, &first) == EVD_ACTION_NAP);
 	evd_policy_wake(p, now + first / 2, first / 2, EVD_WAKE_TIMEOUT);
 	now += first / 2;
-	evd_policy_events(p, now, 1);
+	evd_policy_events(p, now, 64);
 	CHECK(decide_at(p, now, 100, 1, &arg) == EVD_ACTION_NAP);
 	CHECK_EQ(arg, first);
 	/* now they end the whole budget late: naps stop */
@@ -776,7 +778,7 @@ test_adaptive_nap_lateness(void)
 	for (int i = 0; i < 100000 && decide_at(p, now, 100, 1, &arg) == EVD_ACTION_NAP; i++) {
 		evd_policy_wake(p, now + arg + budget, arg + budget, EVD_WAKE_TIMEOUT);
 		now += arg + budget;
-		evd_policy_events(p, now, 1);
+		evd_policy_events(p, now, 64);
 		naps++;
 	}
 	log_release();
@@ -784,12 +786,9 @@ test_adaptive_nap_lateness(void)
 	CHECK(decide_at(p, now, 100, 1, &arg) != EVD_ACTION_NAP);
 	CHECK(strstr(logbuf, "naps off") != NULL);
 	/* idle gaps (an empty round each), then the update: the shortest nap */
-	for (gaps = 0; gaps < 1000; gaps++) {
-		now += 10000;
-		evd_policy_events(p, now, 1);
-		if (decide_at(p, now, 100, 1, &arg) == EVD_ACTION_NAP)
+	for (gaps = 0; gaps < 1000; gaps++)
+		if (gap_then_decide(p, &now, 10000, 64, &arg) == EVD_ACTION_NAP)
 			break;
-	}
 	printf("  tried again after %d gaps: nap %" PRIu64 " ns (3 B = %" PRIu64 ")\n", gaps, arg,
 	       3 * env->sleep_wake_ns);
 	CHECK(gaps < 1000);

@@ -240,6 +240,7 @@ simulate(const char *spec, const struct trace *t, double lambda, struct score *s
 	struct evd_policy *p;
 	uint64_t now = 1000000000ull; /* the arrival that ended the last gap */
 	uint64_t carry = 0;           /* the loop resumed this long after it (a nap's end) */
+	uint32_t batch = 1;           /* arrivals the last round served */
 	int rc = evd_policy_create(spec, &p);
 	int mode = EVD_MODE_POLL;
 	bool multi = false;
@@ -257,14 +258,14 @@ simulate(const char *spec, const struct trace *t, double lambda, struct score *s
 		/* the loop's gap: from where it resumed to the arrival */
 		uint64_t g = t->gap_ns[i] - carry, start = now + carry, tt = 0, rounds = 0, late = 0;
 		double cpu = 0, t0 = s->total_ns + (double)carry;
-		uint32_t batch = 1;
+		uint32_t last_batch = batch;
 		bool nap_end = false;
 
 		s->oracle_cost += oracle(t->gap_ns[i], lambda);
 		while (tt < g) {
 			struct evd_policy_input in = {
 				.now_ns = start + tt, .idle_ns = tt, .idle_rounds = ++rounds,
-				.last_burst = 1, .n_sources = multi ? 2 : 1,
+				.last_burst = last_batch, .n_sources = multi ? 2 : 1,
 			};
 			uint64_t arg = 0;
 			enum evd_action a = evd_policy_decide(p, &in, &arg);
@@ -343,6 +344,7 @@ simulate(const char *spec, const struct trace *t, double lambda, struct score *s
 		s->total_ns += (double)t->gap_ns[i];
 		s->tl_arrivals[RTE_MIN((int)(s->total_ns / s->tl_window_ns), TL_WINDOWS - 1)]++;
 		served(s, lambda, late);
+		batch = 1;
 		/* the round that serves it: at the arrival (a sleep's latency
 		 * is not carried over), or at the nap's end */
 		carry = nap_end ? late : 0;

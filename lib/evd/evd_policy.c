@@ -122,14 +122,15 @@ static const struct evd_policy_ops intr_policy = {
  * it is for latency-priced loops, lambda_pct > 100).
  *
  * Naps (software interrupt moderation, under a latency budget): where the
- * budget leaves room for a nap S = budget - L(budget) longer than 2 B, the
- * first empty round after a short gap (shorter than S) or after a nap that
- * found work naps S with nothing armed instead of spinning or arming:
+ * budget leaves room for a nap S = budget - (how late naps end) longer than
+ * 2 B, the first empty round of a gap naps S with nothing armed, instead of
+ * spinning or arming, while the arrival rate (completions over the gap they
+ * ended, averaged over the idle gaps) promises two arrivals a nap or more:
  * whatever arrives meanwhile waits at most S + L, within the budget, and is
  * polled in one round, so one wake serves a whole run of arrivals that
  * spinning would have met one by one (NAPI's deferred-IRQ timer and
- * gro_flush_timeout work the same way). A nap that finds nothing ends the
- * run: the gap goes on under the learned threshold, to an armed sleep.
+ * gro_flush_timeout work the same way). A nap that finds nothing lowers the
+ * rate; the gap goes on under the learned threshold, to an armed sleep.
  *
  * Keys: lambda_pct (lambda x 100; default 100), budget_us (the latency
  * budget: added latency up to it is free; with room for them, naps),
@@ -173,7 +174,8 @@ struct adaptive {
 	uint64_t nap_ns;      /* the nap the budget leaves room for (0: none) */
 	double nap_late_ns;   /* how late a nap ends: its 90th percentile, learned */
 	uint64_t last_gap_ns; /* the gap that ended at the last completion */
-	bool napping;         /* a nap, and no empty round since: a run of naps */
+	bool napping;         /* the last action was a nap (on_wake: a nap's end) */
+	double nap_gap, nap_burst; /* at the idle gaps: gap and completions, averaged (naps only) */
 	bool naps_late;       /* naps stopped: they ended too late for the budget */
 	bool lock_in_pays;    /* L(B) exceeds the budget: lock-in saves priced latency */
 	uint64_t guard_ns;    /* guard_us: the bound on a sleep while traffic is recent, or UINT64_MAX */
@@ -446,16 +448,29 @@ adaptive_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
 		return EVD_ACTION_SLEEP;
 	}
 	if (a->nap_ns != 0) {
-		/* the first empty round after completions: if napping is still
-		 * set, the nap found work (a nap that found nothing is followed
-		 * by a second empty round, which clears it); else nap only after
-		 * a gap under half a nap: a nap can expect two arrivals or more */
-		if (in->idle_rounds == 1 && (a->napping || 2 * a->last_gap_ns < a->nap_ns)) {
-			a->napping = true;
-			*arg = a->nap_ns;
-			return EVD_ACTION_NAP;
+		/* the first empty round after completions: the arrival rate,
+		 * the completions a round found over the gap before it, each
+		 * averaged over the idle gaps (1/8 each; a ratio of averages,
+		 * since the mean of 1/gap is dominated by the short ones); nap
+		 * where it promises two arrivals a nap or more (one is no better
+		 * than a sleep, and waits longer) */
+		if (in->idle_rounds == 1) {
+			if (a->last_gap_ns == UINT64_MAX) {
+				/* no gap yet */
+			} else if (a->nap_burst == 0) { /* the first: as it is */
+				a->nap_gap = (double)a->last_gap_ns;
+				a->nap_burst = in->last_burst;
+			} else {
+				a->nap_gap += ((double)a->last_gap_ns - a->nap_gap) / 8;
+				a->nap_burst += ((double)in->last_burst - a->nap_burst) / 8;
+			}
+			if (a->nap_burst > 0 && a->nap_burst * (double)a->nap_ns >= 2.0 * a->nap_gap) {
+				a->napping = true;
+				*arg = a->nap_ns;
+				return EVD_ACTION_NAP;
+			}
 		}
-		a->napping = false; /* none, or it found nothing: the run is over */
+		a->napping = false;
 	}
 	if (in->idle_ns < a->threshold_ns ||
 	    (a->lock_in && a->lock_in_pays && in->idle_ns < a->env->sleep_wake_ns))

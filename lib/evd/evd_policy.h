@@ -25,7 +25,8 @@
  *   that ends before the next expected arrival and polls through it
  *   (pre-wake). With a latency budget it prices only latency beyond the
  *   budget and, where the budget leaves room, naps (EVD_ACTION_NAP) after
- *   short gaps, so that one wake serves a run of arrivals. Keys:
+ *   while arrivals come two or more a nap, so that one wake serves a
+ *   run of arrivals. Keys:
  *   `budget_us` (the latency budget, 0..1000000; default 0: none),
  *   `spin_max_us` (cap on the spin, 0..1000000), `nap` (0/1; default 1:
  *   nap where the budget leaves room), `lambda_pct` (price of a ns
