@@ -24,7 +24,7 @@
  *   sources (followed per source), where it pays, it sleeps with a timeout
  *   that ends before the next expected arrival and polls through it
  *   (pre-wake). With a latency budget it prices only latency beyond the
- *   budget and, where the budget leaves room, naps (EVD_ACTION_NAP) after
+ *   budget and, where the budget leaves room, naps (EVD_ACTION_NAP)
  *   while arrivals come two or more a nap, so that one wake serves a
  *   run of arrivals. Keys:
  *   `budget_us` (the latency budget, 0..1000000; default 0: none),
