@@ -737,6 +737,43 @@ pause_for(uint64_t ns)
 	} while (evd__monotonic_ns(NULL) < end);
 }
 
+/* Back from a wait (a sleep, or a nap) that began at t0: tell the policy,
+ * run due timers, poll (step 1 again; after a sleep with the sources still
+ * armed, so that the lost-wakeup check sees any notification raised
+ * meanwhile), ack what woke us (step 5), then settle the wake: after a
+ * sleep the lost-wakeup check and the disarm (after_wake), after a nap
+ * only the spurious count. Returns the completions found. */
+static uint32_t
+after_wait(struct evd_loop *loop, uint64_t t0, enum evd_wake_reason why, bool nap)
+{
+	uint64_t t1 = evd__now(loop);
+	uint32_t n;
+
+	set_mode(loop, EVD_MODE_POLL, t1);
+	cpu_sample(loop);
+	if (loop->policy.ops->on_wake != NULL)
+		loop->policy.ops->on_wake(loop->policy.state, t1, t1 - t0, why);
+	evd__timers_run(loop, t1);
+	n = poll_all(loop, false);
+	ack_woken(loop);
+	if (nap)
+		settle_woken(loop, why, n);
+	else
+		after_wake(loop, why, n);
+	if (n > 0)
+		note_events(loop, t1, n);
+	return n;
+}
+
+/* The sources' event counts as a wait begins (spurious and lost wakeups
+ * are judged against them). */
+static void
+mark_wait(struct evd_loop *loop)
+{
+	for (uint32_t i = 0; i < loop->n_src; i++)
+		loop->src[i]->events_at_sleep = loop->src[i]->stats.events;
+}
+
 /* Steps 2 to 5 once the policy said sleep. */
 static int
 sleep_protocol(struct evd_loop *loop, uint64_t policy_ns, uint64_t now)
@@ -748,8 +785,7 @@ sleep_protocol(struct evd_loop *loop, uint64_t policy_ns, uint64_t now)
 
 	set_mode(loop, EVD_MODE_SLEEP, now);
 	cpu_sample(loop);
-	for (uint32_t i = 0; i < loop->n_src; i++)
-		loop->src[i]->events_at_sleep = loop->src[i]->stats.events;
+	mark_wait(loop);
 
 	/* Arm, then poll once more: a completion that landed between the last
 	 * empty poll and the arm raises no notification on strict (IBTA,
@@ -775,22 +811,7 @@ sleep_protocol(struct evd_loop *loop, uint64_t policy_ns, uint64_t now)
 		return 0;
 	}
 	why = wait_ready(loop, sleep_bound(loop, policy_ns, all_armed, t0), false);
-	t1 = evd__now(loop);
-	set_mode(loop, EVD_MODE_POLL, t1);
-	cpu_sample(loop);
-	if (loop->policy.ops->on_wake != NULL)
-		loop->policy.ops->on_wake(loop->policy.state, t1, t1 - t0, why);
-
-	/* Step 1 again, then 5: poll with the sources still armed, so that the
-	 * lost-wakeup check sees any notification raised meanwhile; then ack
-	 * what woke us, then disarm (in after_wake). */
-	evd__timers_run(loop, t1);
-	n = poll_all(loop, false);
-	ack_woken(loop);
-	after_wake(loop, why, n);
-	if (n > 0)
-		note_events(loop, t1, n);
-	return (int)n;
+	return (int)after_wait(loop, t0, why, false);
 }
 
 /* The policy said nap: wait ns (or less: a timer, the loop's bound) with
@@ -802,8 +823,6 @@ static int
 nap_protocol(struct evd_loop *loop, uint64_t ns, uint64_t now)
 {
 	enum evd_wake_reason why;
-	uint32_t n;
-	uint64_t t1;
 
 	set_mode(loop, EVD_MODE_SLEEP, now);
 	cpu_sample(loop);
@@ -811,21 +830,9 @@ nap_protocol(struct evd_loop *loop, uint64_t ns, uint64_t now)
 		set_mode(loop, EVD_MODE_POLL, now);
 		return 0;
 	}
-	for (uint32_t i = 0; i < loop->n_src; i++)
-		loop->src[i]->events_at_sleep = loop->src[i]->stats.events;
+	mark_wait(loop);
 	why = wait_ready(loop, sleep_bound(loop, ns != 0 ? ns : 1000, true, now), true);
-	t1 = evd__now(loop);
-	set_mode(loop, EVD_MODE_POLL, t1);
-	cpu_sample(loop);
-	if (loop->policy.ops->on_wake != NULL)
-		loop->policy.ops->on_wake(loop->policy.state, t1, t1 - now, why);
-	evd__timers_run(loop, t1);
-	n = poll_all(loop, false);
-	ack_woken(loop);
-	settle_woken(loop, why, n);
-	if (n > 0)
-		note_events(loop, t1, n);
-	return (int)n;
+	return (int)after_wait(loop, now, why, true);
 }
 
 int
