@@ -644,28 +644,32 @@ decide_at(struct evd_policy *p, uint64_t now, uint64_t idle, uint64_t rounds, ui
 }
 
 /* The budget in the cost model: latency up to it is free, so a sleep costs
- * only B. With gaps of 2 B, spinning through costs 2 B: within the budget
- * the policy sleeps before the gap ends; pricing L (no budget) it spins
- * through them wherever L(2 B) is over B (then a sleep costs more than 2 B). */
+ * only B. Gaps of g = B + L(10 us) / 2 cost less to spin through than to
+ * sleep (B + L) when L is priced, and more than a sleep (B) within the
+ * budget: pricing L (no budget) the policy spins through them, within the
+ * budget it sleeps before the gap ends. (Where L(10 us) is under B, g is
+ * too close to B for the histogram's bins to tell: then it only checks
+ * that the budget's policy sleeps first.) */
 static void
 test_adaptive_budget_cost(void)
 {
 	const struct evd_policy_env *env = evd_policy_env_get();
-	uint64_t g = 2 * env->sleep_wake_ns, t_budget, t_none;
+	uint64_t g = env->sleep_wake_ns + env->wake_ns[0] / 2, t_budget, t_none;
 	char spec[96];
 
 	snprintf(spec, sizeof(spec), "adaptive:budget_us=%" PRIu64 ",nap=0", nap_budget_ns() / 1000);
 	t_budget = sleep_after(spec, g);
 	t_none = sleep_after("adaptive", g);
 	printf("  gaps %" PRIu64 " ns: first sleep at %" PRIu64 " ns within the budget, %" PRIu64
-	       " ns without (B %" PRIu64 ", L(2B) %.0f)\n", g, t_budget, t_none, env->sleep_wake_ns,
-	       evd_policy_env_wake_ns(env, g));
-	CHECK(t_budget < g);
-	if (evd_policy_env_wake_ns(env, g) > 1.5 * (double)env->sleep_wake_ns)
+	       " ns without (B %" PRIu64 ", L(10 us) %" PRIu64 ")\n", g, t_budget, t_none,
+	       env->sleep_wake_ns, env->wake_ns[0]);
+	if (env->wake_ns[0] > env->sleep_wake_ns) {
+		CHECK(t_budget < g);
 		CHECK(t_none >= g);
-	else
-		printf("  note: L(2B) is not over 1.5 B here: no contrast to check\n");
-	CHECK(t_none >= t_budget);
+	} else {
+		printf("  note: L(10 us) is not over B here: only the order is checked\n");
+		CHECK(t_budget <= t_none);
+	}
 }
 
 /* One gap of g ending in n completions, then the first empty round's
@@ -773,11 +777,27 @@ test_adaptive_nap_lateness(void)
 	evd_policy_events(p, now, 64);
 	CHECK(decide_at(p, now, 100, 1, &arg) == EVD_ACTION_NAP);
 	CHECK_EQ(arg, first);
-	/* now they end the whole budget late: naps stop */
+	/* a nap ended by a notification, however late, teaches nothing */
+	evd_policy_wake(p, now + arg + budget, arg + budget, EVD_WAKE_NOTIFY);
+	now += arg + budget;
+	evd_policy_events(p, now, 64);
+	CHECK(decide_at(p, now, 100, 1, &arg) == EVD_ACTION_NAP);
+	CHECK_EQ(arg, first);
+	/* nor does a sleep's timeout: a nap that found nothing, the gap goes
+	 * on to a sleep (the round after the nap is not a nap) that times
+	 * out after a second */
+	CHECK(decide_at(p, now, arg + 1000, 2, &arg) != EVD_ACTION_NAP);
+	evd_policy_wake(p, now + 1000000000ull, 1000000000ull, EVD_WAKE_TIMEOUT);
+	now += 1000;
+	evd_policy_events(p, now, 64);
+	CHECK(decide_at(p, now, 100, 1, &arg) == EVD_ACTION_NAP);
+	CHECK_EQ(arg, first);
+	/* now they end the whole budget late: naps stop (the gaps stay short,
+	 * so that the rate keeps asking for naps: only lateness stops them) */
 	log_capture();
 	for (int i = 0; i < 100000 && decide_at(p, now, 100, 1, &arg) == EVD_ACTION_NAP; i++) {
 		evd_policy_wake(p, now + arg + budget, arg + budget, EVD_WAKE_TIMEOUT);
-		now += arg + budget;
+		now += 1000;
 		evd_policy_events(p, now, 64);
 		naps++;
 	}
@@ -902,7 +922,9 @@ test_loop_nap(void)
 	       slack_before, napper_cfg.slack_seen, slack_after);
 	CHECK(napper_cfg.slack_seen <= 1000);
 	CHECK_EQ(slack_after, slack_before);
-	CHECK(slack_before > 1000); /* Linux's default, 50 us: the test can tell */
+	if (slack_before <= 1000) /* RT scheduling, systemd's TimerSlackNSec, a parent */
+		printf("  note: the thread's slack was %d ns already: the restore is not told "
+		       "apart\n", slack_before);
 	CHECK_EQ(evd_loop_remove(loop, r), 0);
 	CHECK_EQ(evd_source_destroy(r), 0);
 	CHECK_EQ(evd_loop_destroy(loop), 0);

@@ -58,7 +58,7 @@ assert e["events"] >= s["events"] > 0, "the figures only grow"
 for k, j in (("events", "events_delivered"), ("sleeps", "sleeps"), ("wakeups", "wakeups"),
              ("repoll_hits", "repoll_hits"), ("lost_wakeups", "lost_wakeups"),
              ("spurious_wakeups", "spurious_wakeups"), ("sleep_timeouts", "sleep_timeouts"),
-             ("mode_switches", "mode_switches")):
+             ("mode_switches", "mode_switches"), ("naps", "naps")):
     assert e[k] == rep[j], f"{k}: telemetry {e[k]}, report {rep[j]}"
 assert es["events"] == rep["events_delivered"], (es, rep["events_delivered"])
 print(f"ok: telemetry mid-run events {s['events']} in mode {s['mode']}; after the run events {e['events']}, "

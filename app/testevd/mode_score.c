@@ -291,7 +291,7 @@ simulate(const char *spec, const struct trace *t, double lambda, struct score *s
 			} else if (a == EVD_ACTION_NAP) {
 				/* nothing armed: the loop runs again L(d) after d,
 				 * whatever arrived meanwhile */
-				uint64_t d = arg ? arg : 1000;
+				uint64_t d = RTE_MIN(arg ? arg : 1000, MAX_SLEEP_NS); /* the loop's bound */
 				uint64_t back = d + (uint64_t)wake_latency(d);
 
 				s->naps++;

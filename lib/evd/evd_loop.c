@@ -552,7 +552,8 @@ disarm_all(struct evd_loop *loop)
 		disarm(loop->src[i]);
 }
 
-/* epoll_pwait2 returned ENOSYS once: the kernel predates 5.11 */
+/* epoll_pwait2 failed with ENOSYS or EPERM once: the kernel predates 5.11,
+ * or a seccomp profile refuses the call */
 static bool no_epoll_pwait2;
 
 /* Step 4: wait on epoll, at most timeout_ns; mark the sources whose fd is
@@ -577,10 +578,12 @@ wait_ready(struct evd_loop *loop, uint64_t timeout_ns, bool nap)
 	errno = ENOSYS;
 	if (!__atomic_load_n(&no_epoll_pwait2, __ATOMIC_RELAXED))
 		n = epoll_pwait2(loop->epfd, evs, RTE_DIM(evs), &ts, NULL);
-	if (n < 0 && errno == ENOSYS) {
-		/* Kernels before 5.11: wait on the epoll fd itself with
-		 * ppoll's nanoseconds (epoll_wait's milliseconds would turn a
-		 * nap into a busy return), then collect without waiting. */
+	if (n < 0 && (errno == ENOSYS || errno == EPERM)) {
+		/* Kernels before 5.11 (ENOSYS), or a seccomp profile that does
+		 * not know the call (EPERM, older Docker): wait on the epoll fd
+		 * itself with ppoll's nanoseconds (epoll_wait's milliseconds
+		 * would turn a nap into a busy return), then collect without
+		 * waiting. */
 		struct pollfd pfd = { .fd = loop->epfd, .events = POLLIN };
 
 		__atomic_store_n(&no_epoll_pwait2, true, __ATOMIC_RELAXED);
@@ -597,7 +600,7 @@ wait_ready(struct evd_loop *loop, uint64_t timeout_ns, bool nap)
 	if (n < 0) {
 		/* EINTR: a signal woke us, nothing is ready: a spurious wakeup */
 		if (errno != EINTR)
-			EVD_LOG(ERR, "loop %s: epoll_pwait2: %s", loop->name, strerror(errno));
+			EVD_LOG(ERR, "loop %s: wait: %s", loop->name, strerror(errno));
 		EVD_STAT_ADD(loop->stats.spurious_wakeups, 1);
 		return EVD_WAKE_NOTIFY;
 	}

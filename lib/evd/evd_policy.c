@@ -470,8 +470,8 @@ adaptive_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
 				return EVD_ACTION_NAP;
 			}
 		}
-		a->napping = false;
 	}
+	a->napping = false;
 	if (in->idle_ns < a->threshold_ns ||
 	    (a->lock_in && a->lock_in_pays && in->idle_ns < a->env->sleep_wake_ns))
 		return EVD_ACTION_POLL;

@@ -214,7 +214,8 @@ nap:
 		/* a nap (nap_protocol): nothing is armed; its timer ends it at
 		 * any moment here, seeing no fd ready, or it returns with what
 		 * is ready then; poll, ack what woke it (exactly once). A CQ
-		 * left armed by an earlier re-poll hit may fire meanwhile. */
+		 * still armed from an earlier sleep it did not end may fire
+		 * meanwhile (s_armed is cleared only when the CQ fires). */
 		if
 		:: d_step { woken_s = 0; woken_c = 0; woken_r = 0 }   /* the timer: nothing ready */
 		:: d_step {
