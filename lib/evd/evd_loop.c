@@ -782,7 +782,7 @@ static int
 sleep_protocol(struct evd_loop *loop, uint64_t policy_ns, uint64_t now)
 {
 	enum evd_wake_reason why;
-	uint64_t t0, t1;
+	uint64_t t0;
 	uint32_t n;
 	bool all_armed;
 
@@ -797,6 +797,8 @@ sleep_protocol(struct evd_loop *loop, uint64_t policy_ns, uint64_t now)
 	all_armed = arm_all(loop);
 	n = poll_all(loop, true);
 	if (n > 0) {
+		uint64_t t1;
+
 		EVD_STAT_ADD(loop->stats.repoll_hits, 1);
 		disarm_all(loop);
 		t1 = evd__now(loop);
