@@ -25,6 +25,7 @@
 #include <evd_policy.h>
 
 #include "evd_test.h"
+#include "napper_policy.h"
 
 #if defined(__x86_64__)
 #define AUDIT_ARCH_HERE AUDIT_ARCH_X86_64
@@ -58,55 +59,6 @@ refuse_epoll_pwait2(int err)
 #endif
 }
 
-/* ---- a policy that naps nap_ns (posting 3 events first, if ring) ---- */
-
-static struct {
-	struct evd_source *ring;
-	uint64_t nap_ns;
-	uint64_t slept_ns;
-	enum evd_wake_reason why;
-} nap;
-
-static int
-napper_create(const struct evd_policy_param *p, unsigned int n, const struct evd_policy_env *env,
-	      void **state)
-{
-	(void)p;
-	(void)n;
-	(void)env;
-	*state = &nap;
-	return 0;
-}
-
-static enum evd_action
-napper_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
-{
-	struct evd_event ev[3] = { 0 };
-
-	(void)st;
-	(void)in;
-	if (nap.ring != NULL)
-		CHECK_EQ(evd_ring_post_burst(nap.ring, ev, 3), 3);
-	*arg = nap.nap_ns;
-	return EVD_ACTION_NAP;
-}
-
-static void
-napper_wake(void *st, uint64_t now, uint64_t slept, enum evd_wake_reason why)
-{
-	(void)st;
-	(void)now;
-	nap.slept_ns = slept;
-	nap.why = why;
-}
-
-static const struct evd_policy_ops napper_ops = {
-	.name = "napper",
-	.create = napper_create,
-	.decide = napper_decide,
-	.on_wake = napper_wake,
-};
-
 static void *
 run_loop(void *arg)
 {
@@ -138,18 +90,18 @@ test_short_nap(void)
 	CHECK_EQ(evd_loop_create(&conf, &loop), 0);
 	CHECK_EQ(evd_ring_create("r", 16, test_nop, NULL, &r), 0);
 	CHECK_EQ(evd_loop_add(loop, r), 0);
-	nap.ring = r;
-	nap.nap_ns = 300000;
+	test_napper.ring = r;
+	test_napper.nap_ns = 300000;
 	for (int i = 0; i < 20; i++) {
 		CHECK_EQ(evd_loop_step(loop), 3);
-		CHECK(nap.why == EVD_WAKE_TIMEOUT);
-		CHECK(nap.slept_ns >= nap.nap_ns); /* a timeout never fires early */
+		CHECK(test_napper.why == EVD_WAKE_TIMEOUT);
+		CHECK(test_napper.slept_ns >= test_napper.nap_ns); /* a timeout never fires early */
 	}
-	printf("  a nap of %" PRIu64 " ns: the last one %" PRIu64 " ns\n", nap.nap_ns, nap.slept_ns);
+	printf("  a nap of %" PRIu64 " ns: the last one %" PRIu64 " ns\n", test_napper.nap_ns, test_napper.slept_ns);
 	CHECK_EQ(evd_loop_stats_get(loop, &st), 0);
 	CHECK_EQ(st.naps, 20);
 	CHECK_EQ(st.events, 60);
-	nap.ring = NULL;
+	test_napper.ring = NULL;
 	CHECK_EQ(evd_loop_remove(loop, r), 0);
 	CHECK_EQ(evd_source_destroy(r), 0);
 	CHECK_EQ(evd_loop_destroy(loop), 0);
@@ -196,13 +148,13 @@ test_stop_ends_nap(void)
 	struct evd_loop *loop;
 	pthread_t th;
 
-	nap.nap_ns = 60000000000ull;
+	test_napper.nap_ns = 60000000000ull;
 	CHECK_EQ(evd_loop_create(&conf, &loop), 0);
 	CHECK_EQ(pthread_create(&th, NULL, run_loop, loop), 0);
 	wait_mode_sleep(loop);
 	CHECK_EQ(evd_loop_stop(loop), 0);
 	CHECK_EQ(pthread_join(th, NULL), 0);
-	CHECK(nap.why == EVD_WAKE_STOP);
+	CHECK(test_napper.why == EVD_WAKE_STOP);
 	CHECK_EQ(evd_loop_destroy(loop), 0);
 }
 
@@ -216,7 +168,7 @@ main(int argc, char **argv)
 
 	/* the environment first: measuring it sleeps too */
 	(void)evd_policy_env_get();
-	CHECK_EQ(evd_policy_register(&napper_ops), 0);
+	CHECK_EQ(evd_policy_register(&test_napper_ops), 0);
 	rc = refuse_epoll_pwait2(err);
 	if (rc < 0) {
 		printf("SKIP: cannot install a seccomp filter here: %s\n", strerror(-rc));

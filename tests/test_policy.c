@@ -10,6 +10,7 @@
 #include <evd_policy.h>
 
 #include "evd_test.h"
+#include "napper_policy.h"
 
 static char logbuf[8192];
 static FILE *logf_;
@@ -818,45 +819,6 @@ test_adaptive_nap_lateness(void)
 
 /* ---- naps in a loop: a user policy that naps ---- */
 
-struct napper {
-	struct evd_source *ring; /* posts 3 events from decide, then naps */
-	uint64_t nap_ns;
-	int slack_seen;          /* the thread's timer slack inside the loop */
-};
-
-static struct napper napper_cfg;
-
-static int
-napper_create(const struct evd_policy_param *p, unsigned int n, const struct evd_policy_env *env,
-	      void **state)
-{
-	(void)p;
-	(void)n;
-	(void)env;
-	*state = &napper_cfg;
-	return 0;
-}
-
-static enum evd_action
-napper_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
-{
-	struct napper *c = st;
-	struct evd_event ev[3] = { 0 };
-
-	(void)in;
-	c->slack_seen = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
-	if (c->ring != NULL) /* arrivals after the last empty poll: unannounced */
-		CHECK_EQ(evd_ring_post_burst(c->ring, ev, 3), 3);
-	*arg = c->nap_ns;
-	return EVD_ACTION_NAP;
-}
-
-static const struct evd_policy_ops napper_ops = {
-	.name = "napper",
-	.create = napper_create,
-	.decide = napper_decide,
-};
-
 static int slack_before, slack_after; /* the run thread's, around evd_loop_run */
 
 static void *
@@ -883,14 +845,14 @@ test_loop_nap(void)
 	struct evd_loop *loop;
 	pthread_t th;
 
-	CHECK_EQ(evd_policy_register(&napper_ops), 0);
+	CHECK_EQ(evd_policy_register(&test_napper_ops), 0);
 	CHECK_EQ(evd_loop_create(&conf, &loop), 0);
-	CHECK_EQ(evd_ring_create("nap", 16, test_nop, NULL, &napper_cfg.ring), 0);
-	CHECK_EQ(evd_loop_add(loop, napper_cfg.ring), 0);
-	napper_cfg.nap_ns = 1000000;
+	CHECK_EQ(evd_ring_create("nap", 16, test_nop, NULL, &test_napper.ring), 0);
+	CHECK_EQ(evd_loop_add(loop, test_napper.ring), 0);
+	test_napper.nap_ns = 1000000;
 	CHECK_EQ(evd_loop_step(loop), 3); /* empty poll, 3 posted, nap, all 3 in one round */
 	CHECK_EQ(evd_loop_stats_get(loop, &st), 0);
-	CHECK_EQ(evd_source_stats_get(napper_cfg.ring, &ss), 0);
+	CHECK_EQ(evd_source_stats_get(test_napper.ring, &ss), 0);
 	CHECK_EQ(st.naps, 1);
 	CHECK_EQ(st.sleeps, 0);
 	CHECK_EQ(st.arms, 0);
@@ -903,9 +865,9 @@ test_loop_nap(void)
 
 	/* a nap of 60 s, ended by a stop (a stop that did not wake it: the
 	 * test runs into meson's timeout) */
-	r = napper_cfg.ring;
-	napper_cfg.ring = NULL;
-	napper_cfg.nap_ns = 60000000000ull;
+	r = test_napper.ring;
+	test_napper.ring = NULL;
+	test_napper.nap_ns = 60000000000ull;
 	CHECK_EQ(pthread_create(&th, NULL, napper_run, loop), 0);
 	do {
 		struct timespec ts = { 0, 1000000 };
@@ -919,8 +881,8 @@ test_loop_nap(void)
 	CHECK_EQ(st.naps, 2);
 	CHECK_EQ(st.sleeps, 0);
 	printf("  timer slack of the run thread: %d ns before, %d ns in the loop, %d ns after\n",
-	       slack_before, napper_cfg.slack_seen, slack_after);
-	CHECK(napper_cfg.slack_seen <= 1000);
+	       slack_before, test_napper.slack_seen, slack_after);
+	CHECK(test_napper.slack_seen <= 1000);
 	CHECK_EQ(slack_after, slack_before);
 	if (slack_before <= 1000) /* RT scheduling, systemd's TimerSlackNSec, a parent */
 		printf("  note: the thread's slack was %d ns already: the restore is not told "

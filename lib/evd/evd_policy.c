@@ -687,8 +687,9 @@ adaptive_events(void *st, uint64_t now, uint32_t n)
 			prewake_learn(a, &a->pw[0], now, g);
 	}
 	a->last_event_ns = now;
-	/* the rare part out of line: the common one then calls nothing and
-	 * saves no registers (callgrind: 9 instructions a round less) */
+	/* the rare part (young thresholds, learning) out of line, to keep
+	 * the common path short (callgrind: 55.60 instructions per event
+	 * against 55.71 inline) */
 	if (unlikely(a->samples >= a->next_check))
 		adaptive_update(a);
 	a->threshold_ns = a->ctx_threshold[a->ctx];
