@@ -224,10 +224,14 @@ tl_add(double *w, double window, double t0, double d)
 	}
 }
 
-/* One arrival served: its added latency, its price. */
+/* One arrival, gap after the one before it, served late: the trace's
+ * time, the timeline, the oracle's cost and the policy's latency price. */
 static void
-served(struct score *s, double lambda, uint64_t late)
+served(struct score *s, double lambda, uint64_t gap, uint64_t late)
 {
+	s->total_ns += (double)gap;
+	s->tl_arrivals[RTE_MIN((int)(s->total_ns / s->tl_window_ns), TL_WINDOWS - 1)]++;
+	s->oracle_cost += oracle(gap, lambda);
 	s->cost += lambda * over((double)late);
 	hist_add(&s->lat, late);
 	s->events++;
@@ -257,11 +261,11 @@ simulate(const char *spec, const struct trace *t, double lambda, struct score *s
 	for (size_t i = 0; i < t->n; i++) {
 		/* the loop's gap: from where it resumed to the arrival */
 		uint64_t g = t->gap_ns[i] - carry, start = now + carry, tt = 0, rounds = 0, late = 0;
+		uint64_t serve_at;
 		double cpu = 0, t0 = s->total_ns + (double)carry;
 		uint32_t last_batch = batch;
 		bool nap_end = false;
 
-		s->oracle_cost += oracle(t->gap_ns[i], lambda);
 		while (tt < g) {
 			struct evd_policy_input in = {
 				.now_ns = start + tt, .idle_ns = tt, .idle_rounds = ++rounds,
@@ -338,35 +342,26 @@ simulate(const char *spec, const struct trace *t, double lambda, struct score *s
 			s->switches++;
 			mode = EVD_MODE_POLL;
 		}
-		now += t->gap_ns[i];
 		s->cpu_ns += cpu;
 		s->cost += cpu;
-		s->total_ns += (double)t->gap_ns[i];
-		s->tl_arrivals[RTE_MIN((int)(s->total_ns / s->tl_window_ns), TL_WINDOWS - 1)]++;
-		served(s, lambda, late);
-		batch = 1;
-		/* the round that serves it: at the arrival (a sleep's latency
-		 * is not carried over), or at the nap's end */
-		carry = nap_end ? late : 0;
-		if (multi)
-			evd_policy_source_events(p, now + carry, t->source[i], 1);
-		/* a nap's end serves, in the same round, whatever else arrived
-		 * before it: each waited from its own arrival */
-		while (nap_end && i + 1 < t->n && t->gap_ns[i + 1] <= late) {
+		/* The round that serves it: at the arrival (a sleep's latency
+		 * is not carried over), or at a nap's end, which serves in the
+		 * same round whatever else arrived before it, each having
+		 * waited from its own arrival; the loop's next gap starts
+		 * there. */
+		serve_at = now + t->gap_ns[i] + (nap_end ? late : 0);
+		for (batch = 1;; batch++) {
+			now += t->gap_ns[i];
+			served(s, lambda, t->gap_ns[i], late);
+			if (multi)
+				evd_policy_source_events(p, serve_at, t->source[i], 1);
+			if (!nap_end || i + 1 == t->n || t->gap_ns[i + 1] > late)
+				break;
 			i++;
 			late -= t->gap_ns[i];
-			now += t->gap_ns[i];
-			s->oracle_cost += oracle(t->gap_ns[i], lambda);
-			s->total_ns += (double)t->gap_ns[i];
-			s->tl_arrivals[RTE_MIN((int)(s->total_ns / s->tl_window_ns), TL_WINDOWS - 1)]++;
-			served(s, lambda, late);
-			if (multi)
-				evd_policy_source_events(p, now + late, t->source[i], 1);
-			batch++;
 		}
-		if (nap_end)
-			carry = late; /* the loop's next gap starts at the nap's end */
-		evd_policy_events(p, now + carry, batch);
+		carry = serve_at - now;
+		evd_policy_events(p, serve_at, batch);
 	}
 	evd_policy_destroy(p);
 	return 0;
