@@ -103,25 +103,34 @@ vclock_advance(struct vclock *c, uint64_t ns)
 }
 
 /*
+ * A latency budget, in microseconds, that leaves room for naps on this
+ * machine whatever B and L were measured (sanitizer builds inflate both):
+ * the nap is the budget less L, and L is flat past its last point, so the
+ * nap is at least 4 B + max L + slack_us.
+ */
+static inline uint64_t
+test_nap_budget_us(uint64_t slack_us)
+{
+	const struct evd_policy_env *env = evd_policy_env_get();
+	uint64_t lmax = 0;
+
+	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++)
+		lmax = lmax > env->wake_ns[k] ? lmax : env->wake_ns[k];
+	return (4 * env->sleep_wake_ns + 2 * lmax) / 1000 + slack_us;
+}
+
+/*
  * The stress tests' policies: a spec as given, or "adaptive-nap": adaptive
- * with a latency budget that leaves room for naps on this machine (the nap
- * is the budget less L, and B and L are measured: sanitizer builds inflate
- * both) and its spin capped at 50 us. *naps tells whether naps are expected.
+ * with a latency budget that leaves room for naps (test_nap_budget_us) and
+ * its spin capped at 50 us. *naps tells whether naps are expected.
  */
 static inline const char *
 test_stress_policy(const char *name, char *buf, size_t len, bool *naps)
 {
-	const struct evd_policy_env *env;
-	uint64_t lmax = 0;
-
 	*naps = strcmp(name, "adaptive-nap") == 0;
 	if (!*naps)
 		return name;
-	env = evd_policy_env_get();
-	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++)
-		lmax = lmax > env->wake_ns[k] ? lmax : env->wake_ns[k];
-	snprintf(buf, len, "adaptive:budget_us=%" PRIu64 ",spin_max_us=50",
-		 (4 * env->sleep_wake_ns + 2 * lmax) / 1000 + 300);
+	snprintf(buf, len, "adaptive:budget_us=%" PRIu64 ",spin_max_us=50", test_nap_budget_us(300));
 	return buf;
 }
 

@@ -619,18 +619,11 @@ test_adaptive_per_source_contexts(void)
 
 /* ---- the latency budget and naps ---- */
 
-/* A budget (ns) that leaves room for naps on this machine, whatever B and
- * L were measured (sanitizer builds inflate both): the nap is budget - L,
- * and L is flat past its last point, so budget - L >= 4 B + max L. */
+/* A budget (ns) that leaves room for naps on this machine (evd_test.h). */
 static uint64_t
 nap_budget_ns(void)
 {
-	const struct evd_policy_env *env = evd_policy_env_get();
-	uint64_t lmax = 0;
-
-	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++)
-		lmax = RTE_MAX(lmax, env->wake_ns[k]);
-	return (4 * env->sleep_wake_ns + 2 * lmax + 100000) / 1000 * 1000;
+	return test_nap_budget_us(100) * 1000;
 }
 
 /* A decision idle after the last round, which found 64 completions. */
