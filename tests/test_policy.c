@@ -251,12 +251,12 @@ test_calibration(void)
 {
 	const struct evd_policy_env *env = evd_policy_env_get();
 
-	CHECK(env->sleep_wake_ns >= 2000);
+	CHECK(env->sleep_wake_ns >= EVD_ENV_B_MIN_NS);
 	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++) {
 		CHECK(env->wake_ns[k] > 0);
 		CHECK(k == 0 || env->wake_ns[k] >= env->wake_ns[k - 1]); /* monotone */
 	}
-	CHECK(env->sleep_wake_ns <= 200000);
+	CHECK(env->sleep_wake_ns <= EVD_ENV_B_MAX_NS);
 	CHECK(evd_policy_env_get() == env);
 }
 

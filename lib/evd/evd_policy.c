@@ -9,6 +9,7 @@
 #include <math.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -1031,36 +1032,108 @@ evd_policy_validate(const char *spec)
 
 /* ---- calibration ----------------------------------------------------------------- */
 
-#define CAL_ROUNDS 21
+/*
+ * B and L are measured the way the loop pays them, in one run of eventfd
+ * wakes: a helper thread (the producer) waits until the sleeper has slept
+ * g, writes the eventfd, and waits for the sleeper's ack; g steps through
+ * the points of L, several wakes each, so that every wake follows others
+ * like it (on a VM the host polls a halted vCPU for a while before giving
+ * its CPU away, and learns how long from the wakes before: a lone wake
+ * after 100 us took 76 us here, one in a stream of them 13 us).
+ *
+ * - B is CPU: the sleeping thread's own run time (CLOCK_THREAD_CPUTIME_ID)
+ *   for the wait and the eventfd read, the clock the benches' CPU figures
+ *   come from, over the wakes after 10 and 100 us.
+ * - L(g) is wall time from the write to the sleeper running.
+ * - The producer runs on another CPU than the caller, busy (it spins
+ *   through g), as a NIC, a peer process or another lcore is. Placed on
+ *   purpose: it would otherwise inherit the caller's affinity, and under
+ *   DPDK's EAL (the main lcore pinned to one CPU) every wake would be a
+ *   same-CPU switch, and B a wake latency, not a CPU cost.
+ */
 
 static struct evd_policy_env env;
 
+static const uint64_t cal_at[EVD_ENV_WAKE_POINTS] = { 10000, 100000, 1000000, 10000000 };
+static const int cal_wakes[EVD_ENV_WAKE_POINTS] = { 11, 11, 9, 5 }; /* about 60 ms */
+#define CAL_MAX_WAKES 11
+
 struct cal {
-	int efd;
-	uint64_t sent[CAL_ROUNDS];
-	int ack_fd;
+	int efd, ack_fd;
+	int stop;                 /* atomic: the sleeper gave up */
+	uint64_t asleep_at;       /* atomic: the sleeper's clock before it waits; 0 = not yet */
+	uint64_t sent;            /* atomic: the write's time */
 };
 
+/* Start a thread on the CPUs in @p set (or, where the placement is refused,
+ * as a cpuset may, wherever it lands). */
+static int
+start_on(pthread_t *th, void *(*fn)(void *), void *arg, const cpu_set_t *set)
+{
+	pthread_attr_t attr;
+	int rc = -1;
+
+	if (CPU_COUNT(set) > 0 && pthread_attr_init(&attr) == 0) {
+		if (pthread_attr_setaffinity_np(&attr, sizeof(*set), set) == 0)
+			rc = pthread_create(th, &attr, fn, arg);
+		pthread_attr_destroy(&attr);
+	}
+	if (rc != 0)
+		rc = pthread_create(th, NULL, fn, arg);
+	return rc;
+}
+
+/* the online CPUs, without @p cpu (if it is >= 0), or only @p cpu */
+static void
+cpus(cpu_set_t *set, int cpu, bool only)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+	CPU_ZERO(set);
+	if (cpu < 0)
+		return;
+	for (long c = 0; c < ncpu && c < CPU_SETSIZE; c++)
+		if ((c == cpu) == only)
+			CPU_SET((int)c, set);
+}
+
+static uint64_t
+thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* the producer: for every wake, spin until the sleeper has slept g, write,
+ * then wait for its ack (a second at most: it may have given up) */
 static void *
 cal_waker(void *arg)
 {
 	struct cal *c = arg;
-	struct timespec gap = { .tv_sec = 0, .tv_nsec = 100000 };
 
-	for (int i = 0; i < CAL_ROUNDS; i++) {
-		uint64_t one = 1, v;
-		int tries = 0;
+	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++)
+		for (int i = 0; i < cal_wakes[k]; i++) {
+			uint64_t one = 1, v, t, deadline;
 
-		nanosleep(&gap, NULL); /* let the sleeper reach epoll_wait */
-		__atomic_store_n(&c->sent[i], evd__monotonic_ns(NULL), __ATOMIC_RELEASE);
-		if (write(c->efd, &one, sizeof(one)) < 0)
-			break;
-		/* wait until the sleeper has consumed it (it may have given up) */
-		while (read(c->ack_fd, &v, sizeof(v)) < 0 && ++tries < 10000)
-			nanosleep(&gap, NULL);
-		if (tries >= 10000)
-			break;
-	}
+			deadline = evd__monotonic_ns(NULL) + 1000000000ull;
+			while ((t = __atomic_load_n(&c->asleep_at, __ATOMIC_ACQUIRE)) == 0)
+				if (__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE) ||
+				    evd__monotonic_ns(NULL) > deadline)
+					return NULL;
+			__atomic_store_n(&c->asleep_at, 0, __ATOMIC_RELAXED);
+			while (evd__monotonic_ns(NULL) < t + cal_at[k])
+				;
+			__atomic_store_n(&c->sent, evd__monotonic_ns(NULL), __ATOMIC_RELEASE);
+			if (write(c->efd, &one, sizeof(one)) < 0)
+				return NULL;
+			while (read(c->ack_fd, &v, sizeof(v)) < 0)
+				if (__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE) ||
+				    evd__monotonic_ns(NULL) > deadline + cal_at[k])
+					return NULL;
+		}
 	return NULL;
 }
 
@@ -1072,42 +1145,64 @@ cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Measure arm + sleep + wake-by-eventfd + ack, as the loop would pay it. */
-static void
-calibrate(void)
+/* the sleeper, on one CPU; it starts the producer on another; *arg: how
+ * many B samples it took */
+static void *
+cal_sleeper(void *arg)
 {
 	struct cal c = { .efd = -1, .ack_fd = -1 };
 	struct epoll_event ev = { .events = EPOLLIN }, out;
-	uint64_t cost[CAL_ROUNDS];
+	uint64_t cpu[2 * CAL_MAX_WAKES], lat[CAL_MAX_WAKES];
+	int epfd, nb = 0, nl = 0, k = 0;
+	bool ok = true;
+	cpu_set_t others;
 	pthread_t th;
-	int epfd, n = 0;
 
-	env.sleep_wake_ns = 20000; /* fallback: a typical VM figure */
+	cpus(&others, sched_getcpu(), false);
 	epfd = epoll_create1(EPOLL_CLOEXEC);
 	c.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	c.ack_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (epfd < 0 || c.efd < 0 || c.ack_fd < 0 ||
 	    epoll_ctl(epfd, EPOLL_CTL_ADD, c.efd, &ev) < 0 ||
-	    pthread_create(&th, NULL, cal_waker, &c) != 0)
+	    start_on(&th, cal_waker, &c, &others) != 0)
 		goto out;
-	for (int i = 0; i < CAL_ROUNDS; i++) {
-		uint64_t v, one = 1, t1;
+	for (k = 0; ok && k < EVD_ENV_WAKE_POINTS; k++) {
+		nl = 0;
+		for (int i = 0; ok && i < cal_wakes[k]; i++) {
+			uint64_t v, one = 1, t, t0, t1, sent;
 
-		if (epoll_wait(epfd, &out, 1, 1000) != 1)
-			break;
-		if (read(c.efd, &v, sizeof(v)) < 0)
-			break;
-		t1 = evd__monotonic_ns(NULL);
-		/* the sent stamp is published by the eventfd write/read pair */
-		cost[n++] = t1 - __atomic_load_n(&c.sent[i], __ATOMIC_ACQUIRE);
-		if (write(c.ack_fd, &one, sizeof(one)) < 0)
-			break;
+			t0 = thread_cpu_ns();
+			__atomic_store_n(&c.asleep_at, evd__monotonic_ns(NULL), __ATOMIC_RELEASE);
+			ok = epoll_wait(epfd, &out, 1, 1000) == 1 && read(c.efd, &v, sizeof(v)) == 8;
+			t = evd__monotonic_ns(NULL);
+			t1 = thread_cpu_ns();
+			if (!ok)
+				break;
+			sent = __atomic_load_n(&c.sent, __ATOMIC_ACQUIRE);
+			if (t >= sent)
+				lat[nl++] = t - sent;
+			if (k < 2 && t0 != 0 && t1 > t0)
+				cpu[nb++] = t1 - t0;
+			ok = write(c.ack_fd, &one, sizeof(one)) == 8;
+		}
+		if (nl >= 3) {
+			qsort(lat, nl, sizeof(lat[0]), cmp_u64);
+			env.wake_ns[k] = lat[nl / 2];
+		}
+		/* a longer sleep never wakes faster: keep L monotone */
+		if (k > 0 && env.wake_ns[k] < env.wake_ns[k - 1])
+			env.wake_ns[k] = env.wake_ns[k - 1];
 	}
+	for (; k < EVD_ENV_WAKE_POINTS; k++) /* gave up: the fallback, kept monotone */
+		if (k > 0 && env.wake_ns[k] < env.wake_ns[k - 1])
+			env.wake_ns[k] = env.wake_ns[k - 1];
+	__atomic_store_n(&c.stop, 1, __ATOMIC_RELEASE);
 	pthread_join(th, NULL);
-	if (n >= 5) {
-		qsort(cost, n, sizeof(cost[0]), cmp_u64);
-		env.sleep_wake_ns = cost[n / 2];
+	if (nb >= 5) {
+		qsort(cpu, nb, sizeof(cpu[0]), cmp_u64);
+		env.sleep_wake_ns = cpu[nb / 2];
 	}
+	*(int *)arg = nb;
 out:
 	if (epfd >= 0)
 		close(epfd);
@@ -1115,82 +1210,34 @@ out:
 		close(c.efd);
 	if (c.ack_fd >= 0)
 		close(c.ack_fd);
-	/* Keep the figure in a sane band: a loaded VM can report outliers. */
-	env.sleep_wake_ns = RTE_MAX(env.sleep_wake_ns, (uint64_t)2000);
-	env.sleep_wake_ns = RTE_MIN(env.sleep_wake_ns, (uint64_t)200000);
-	EVD_LOG(INFO, "calibrated sleep-and-wake cost: %" PRIu64 " ns (%d samples)",
-		env.sleep_wake_ns, n);
-}
-
-struct lat_waker {
-	int efd;
-	uint64_t gap, sent;
-};
-
-static void *
-lat_wake(void *arg)
-{
-	struct lat_waker *w = arg;
-	struct timespec ts = { .tv_sec = (time_t)(w->gap / 1000000000ull),
-			       .tv_nsec = (long)(w->gap % 1000000000ull) };
-	uint64_t one = 1;
-
-	nanosleep(&ts, NULL);
-	__atomic_store_n(&w->sent, evd__monotonic_ns(NULL), __ATOMIC_RELEASE);
-	if (write(w->efd, &one, sizeof(one)) < 0)
-		w->sent = 0;
 	return NULL;
 }
 
-/* L(g): how long a thread asleep in epoll_wait for g takes to run after an
- * eventfd write (5 samples per point, about 60 ms in all). */
 static void
-calibrate_wake(void)
+calibrate(void)
 {
-	static const uint64_t at[EVD_ENV_WAKE_POINTS] = { 10000, 100000, 1000000, 10000000 };
-	struct epoll_event ev = { .events = EPOLLIN }, out;
-	int ep = epoll_create1(EPOLL_CLOEXEC), efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	cpu_set_t here;
+	pthread_t th;
+	int nb = 0;
 
+	env.sleep_wake_ns = 10000; /* fallbacks: typical VM figures */
 	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++) {
-		env.wake_at_ns[k] = at[k];
-		env.wake_ns[k] = 20000; /* fallback: a typical VM figure */
+		env.wake_at_ns[k] = cal_at[k];
+		env.wake_ns[k] = 20000;
 	}
-	if (ep < 0 || efd < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, efd, &ev) < 0)
-		goto out;
-	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++) {
-		uint64_t lat[5], v;
-		int n = 0;
-
-		for (int i = 0; i < 5; i++) {
-			struct lat_waker w = { .efd = efd, .gap = at[k] };
-			pthread_t th;
-			uint64_t t;
-
-			if (pthread_create(&th, NULL, lat_wake, &w) != 0)
-				break;
-			if (epoll_wait(ep, &out, 1, 1000) != 1) {
-				pthread_join(th, NULL);
-				break;
-			}
-			t = evd__monotonic_ns(NULL);
-			pthread_join(th, NULL);
-			if (read(efd, &v, sizeof(v)) < 0 || w.sent == 0 || t < w.sent)
-				continue;
-			lat[n++] = t - w.sent;
-		}
-		if (n >= 3) {
-			qsort(lat, n, sizeof(lat[0]), cmp_u64);
-			env.wake_ns[k] = lat[n / 2];
-		}
-		/* a longer sleep never wakes faster: keep L monotone */
-		if (k > 0 && env.wake_ns[k] < env.wake_ns[k - 1])
-			env.wake_ns[k] = env.wake_ns[k - 1];
-	}
-out:
-	if (ep >= 0)
-		close(ep);
-	if (efd >= 0)
-		close(efd);
+	/* a thread of its own, pinned, so that it cannot move onto the
+	 * producer's CPU (which spins) while the caller's affinity stays as is */
+	cpus(&here, sched_getcpu(), true);
+	if (start_on(&th, cal_sleeper, &nb, &here) == 0)
+		pthread_join(th, NULL);
+	/* Keep the figure in a sane band: a loaded VM can report outliers. */
+	env.sleep_wake_ns = RTE_MAX(env.sleep_wake_ns, (uint64_t)EVD_ENV_B_MIN_NS);
+	env.sleep_wake_ns = RTE_MIN(env.sleep_wake_ns, (uint64_t)EVD_ENV_B_MAX_NS);
+	EVD_LOG(INFO, "calibrated sleep-and-wake cost B (CPU): %" PRIu64 " ns (%d samples)",
+		env.sleep_wake_ns, nb);
+	EVD_LOG(INFO, "calibrated wake latency L(10us, 100us, 1ms, 10ms): %" PRIu64 " %" PRIu64
+		" %" PRIu64 " %" PRIu64 " ns", env.wake_ns[0], env.wake_ns[1], env.wake_ns[2],
+		env.wake_ns[3]);
 }
 
 double
@@ -1209,16 +1256,6 @@ evd_policy_env_wake_ns(const struct evd_policy_env *e, uint64_t g)
 	return (double)e->wake_ns[EVD_ENV_WAKE_POINTS - 1];
 }
 
-static void
-calibrate_all(void)
-{
-	calibrate();
-	calibrate_wake();
-	EVD_LOG(INFO, "calibrated wake latency L(10us, 100us, 1ms, 10ms): %" PRIu64 " %" PRIu64
-		" %" PRIu64 " %" PRIu64 " ns", env.wake_ns[0], env.wake_ns[1], env.wake_ns[2],
-		env.wake_ns[3]);
-}
-
 static pthread_mutex_t env_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool env_ready; /* atomic: env holds a measurement or a given one */
 
@@ -1228,7 +1265,7 @@ evd_policy_env_get(void)
 	if (!__atomic_load_n(&env_ready, __ATOMIC_ACQUIRE)) {
 		pthread_mutex_lock(&env_lock);
 		if (!env_ready) {
-			calibrate_all();
+			calibrate();
 			__atomic_store_n(&env_ready, true, __ATOMIC_RELEASE);
 		}
 		pthread_mutex_unlock(&env_lock);

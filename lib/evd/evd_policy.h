@@ -107,12 +107,26 @@ struct evd_policy_param {
 /** Points at which the wake latency L(g) is measured. */
 #define EVD_ENV_WAKE_POINTS 4
 
-/** Facts about the machine a policy may use, measured once per process. */
+/** The least B a calibration reports (ns): a loaded VM can report outliers. */
+#define EVD_ENV_B_MIN_NS 1000
+/** The most B a calibration reports (ns). */
+#define EVD_ENV_B_MAX_NS 200000
+
+/**
+ * Facts about the machine a policy may use, measured once per process.
+ * B is CPU and L is latency, measured as the loop pays them: B from the
+ * sleeping thread's own clock (CLOCK_THREAD_CPUTIME_ID), L from the wall
+ * clock with the producer on another CPU (the measuring helpers are placed
+ * off the caller's CPU, also under EAL, where they would otherwise inherit
+ * the main lcore's pinning).
+ */
 struct evd_policy_env {
-	uint64_t sleep_wake_ns; /**< B: median cost of arm + sleep + wake by eventfd + ack. */
+	/** B: median CPU time of the sleeping thread for sleep + wake by eventfd + ack. */
+	uint64_t sleep_wake_ns;
 	/** Gaps at which the wake latency was measured: 10 us, 100 us, 1 ms, 10 ms. */
 	uint64_t wake_at_ns[EVD_ENV_WAKE_POINTS];
-	/** L(g): median eventfd-to-epoll_wait wake latency after sleeping wake_at_ns[i]. */
+	/** L(g): median time from an eventfd write on another CPU to the epoll_wait
+	 * sleeper running, after sleeping wake_at_ns[i]. */
 	uint64_t wake_ns[EVD_ENV_WAKE_POINTS];
 };
 
