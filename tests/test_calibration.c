@@ -3,19 +3,24 @@
  * The one-time calibration measures what the cost model means.
  *
  * - B is CPU: the sleeping thread's own run time. Every wait the calibration
- *   makes is delayed here by 2 ms of nanosleep before it starts (epoll_wait
+ *   makes is delayed here by 10 ms of nanosleep before it starts (epoll_wait
  *   is interposed: this executable's definition comes before libc's), time
  *   in which the thread runs nothing. A B read off the wall clock grows by
- *   those 2 ms (it did, before B was measured on the thread's clock); B from
+ *   those 10 ms (it did, before B was measured on the thread's clock); B from
  *   the thread's CPU clock does not.
  * - L is wall time from the producer's write to the sleeper running: the
- *   same 2 ms delay before the 10 us wait lands in L(10 us) whole.
+ *   same 10 ms delay before the 10 us wait lands in L(10 us) whole.
  * - The producer runs on another CPU than the sleeper, also when the caller
  *   is pinned to one CPU as DPDK's EAL pins its main lcore (a helper thread
  *   would otherwise inherit the pin, and every wake measured would be a
  *   same-CPU switch): the sleeper's CPU is recorded at each wait, the
  *   producer's at each eventfd write (write is interposed too).
  * - The caller's own affinity is left as it was.
+ * - With "refused" (a cpuset that allows one CPU, made here by failing
+ *   pthread_attr_setaffinity_np, also interposed), the producer falls back
+ *   to the sleeper's CPU, where it must sleep, not spin, for the run to end:
+ *   it ends, with every wake, and the producer on the sleeper's CPU.
+ *   test_calibration [refused]
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -30,13 +35,31 @@
 
 #include "evd_test.h"
 
-#define DELAY_NS 2000000L
+#define DELAY_NS 10000000L
 #define MAX_SEEN 64
 
 static int delaying;               /* atomic: the calibration is running */
 static pid_t sleeper_tid;          /* atomic: the thread that waits */
 static int sleeper_cpu[MAX_SEEN], waker_cpu[MAX_SEEN];
 static unsigned int nsleeps, nwrites; /* atomic */
+
+static int (*real_epoll_wait)(int, struct epoll_event *, int, int);
+static ssize_t (*real_write)(int, const void *, size_t);
+
+static bool refuse_placement;
+
+int
+pthread_attr_setaffinity_np(pthread_attr_t *attr, size_t size, const cpu_set_t *set)
+{
+	static int (*real)(pthread_attr_t *, size_t, const cpu_set_t *);
+
+	if (refuse_placement)
+		return EINVAL;
+	if (real == NULL)
+		real = (int (*)(pthread_attr_t *, size_t, const cpu_set_t *))dlsym(
+			RTLD_NEXT, "pthread_attr_setaffinity_np");
+	return real(attr, size, set);
+}
 
 static void
 record(int *cpus, unsigned int *n)
@@ -50,10 +73,6 @@ record(int *cpus, unsigned int *n)
 int
 epoll_wait(int epfd, struct epoll_event *ev, int maxevents, int timeout)
 {
-	static int (*real)(int, struct epoll_event *, int, int);
-
-	if (real == NULL)
-		real = (int (*)(int, struct epoll_event *, int, int))dlsym(RTLD_NEXT, "epoll_wait");
 	if (__atomic_load_n(&delaying, __ATOMIC_ACQUIRE)) {
 		struct timespec d = { .tv_sec = 0, .tv_nsec = DELAY_NS };
 
@@ -61,57 +80,102 @@ epoll_wait(int epfd, struct epoll_event *ev, int maxevents, int timeout)
 		record(sleeper_cpu, &nsleeps);
 		nanosleep(&d, NULL);
 	}
-	return real(epfd, ev, maxevents, timeout);
+	return real_epoll_wait(epfd, ev, maxevents, timeout);
 }
 
 ssize_t
 write(int fd, const void *buf, size_t count)
 {
-	static ssize_t (*real)(int, const void *, size_t);
-
-	if (real == NULL)
-		real = (ssize_t (*)(int, const void *, size_t))dlsym(RTLD_NEXT, "write");
 	/* an eventfd write from another thread than the sleeper: the producer */
 	if (__atomic_load_n(&delaying, __ATOMIC_ACQUIRE) && count == 8 &&
 	    (pid_t)syscall(SYS_gettid) != __atomic_load_n(&sleeper_tid, __ATOMIC_ACQUIRE))
 		record(waker_cpu, &nwrites);
-	return real(fd, buf, count);
+	return real_write(fd, buf, count);
+}
+
+static uint64_t
+clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t
+process_cpu_ns(void)
+{
+	return clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+}
+
+static uint64_t
+wall_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC);
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
 	const struct evd_policy_env *env;
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	cpu_set_t one, after;
+	cpu_set_t start, one, after;
+	uint64_t cpu0, cpu1, wall0, wall1;
 	unsigned int ns, nw;
+	int first = -1;
 
-	/* as EAL pins its main lcore */
+	/* resolved before any thread can call them */
+	real_epoll_wait = (int (*)(int, struct epoll_event *, int, int))dlsym(RTLD_NEXT,
+									      "epoll_wait");
+	real_write = (ssize_t (*)(int, const void *, size_t))dlsym(RTLD_NEXT, "write");
+	CHECK(real_epoll_wait != NULL && real_write != NULL);
+	refuse_placement = argc > 1 && strcmp(argv[1], "refused") == 0;
+	/* pinned to one CPU, as EAL pins its main lcore: the first it may use */
+	CHECK(sched_getaffinity(0, sizeof(start), &start) == 0);
+	for (int c = 0; c < CPU_SETSIZE && first < 0; c++)
+		if (CPU_ISSET(c, &start))
+			first = c;
+	CHECK(first >= 0);
 	CPU_ZERO(&one);
-	CPU_SET(0, &one);
+	CPU_SET(first, &one);
 	CHECK(sched_setaffinity(0, sizeof(one), &one) == 0);
 
+	cpu0 = process_cpu_ns();
+	wall0 = wall_ns();
 	__atomic_store_n(&delaying, 1, __ATOMIC_RELEASE);
 	env = evd_policy_env_get();
 	__atomic_store_n(&delaying, 0, __ATOMIC_RELEASE);
+	cpu1 = process_cpu_ns();
+	wall1 = wall_ns();
 
 	ns = __atomic_load_n(&nsleeps, __ATOMIC_ACQUIRE);
 	nw = __atomic_load_n(&nwrites, __ATOMIC_ACQUIRE);
 	printf("B %lu ns, L(10us) %lu ns (each wait delayed %ld ns), %u waits, %u producer "
-	       "writes, %ld CPUs\n", (unsigned long)env->sleep_wake_ns,
-	       (unsigned long)env->wake_ns[0], DELAY_NS, ns, nw, ncpu);
-	/* B on the thread's clock: the delay, spent asleep, is not in it */
-	CHECK(env->sleep_wake_ns < EVD_ENV_B_MAX_NS / 2);
+	       "writes, %d CPUs allowed, pinned to %d\n", (unsigned long)env->sleep_wake_ns,
+	       (unsigned long)env->wake_ns[0], DELAY_NS, ns, nw, CPU_COUNT(&start), first);
+	/* the whole run: 11 + 11 + 9 + 5 wakes */
+	CHECK(ns >= 36 && nw >= 36);
+	/* B on the thread's clock: the delay, spent asleep, is not in it (a
+	 * wall-clock B would be over the clamp) */
+	CHECK(env->sleep_wake_ns < EVD_ENV_B_MAX_NS);
 	/* L on the wall clock: the delay before the 10 us wait is */
-	CHECK(env->wake_ns[0] >= (uint64_t)DELAY_NS - 100000);
-	CHECK(ns >= 5 && nw >= 5);
-	if (ncpu >= 2) {
-		for (unsigned int i = 0; i < ns && i < MAX_SEEN; i++)
-			CHECK_EQ(sleeper_cpu[i], sleeper_cpu[0]); /* pinned */
+	CHECK(env->wake_ns[0] >= (uint64_t)DELAY_NS / 2);
+	/* the sleeper on the caller's CPU, the producer on another */
+	for (unsigned int i = 0; i < ns && i < MAX_SEEN; i++)
+		CHECK_EQ(sleeper_cpu[i], first);
+	if (refuse_placement) {
 		for (unsigned int i = 0; i < nw && i < MAX_SEEN; i++)
-			CHECK(waker_cpu[i] != sleeper_cpu[0]);
+			CHECK_EQ(waker_cpu[i], first);
+		/* on a shared CPU the producer sleeps: a spinning one would burn
+		 * about all of the run's time (the sleeper mostly sleeps in the
+		 * 10 ms delays), a sleeping one a small part of it */
+		printf("process CPU %" PRIu64 " ns over %" PRIu64 " ns of calibration\n",
+		       cpu1 - cpu0, wall1 - wall0);
+		CHECK(cpu1 - cpu0 < (wall1 - wall0) / 2);
+	} else if (CPU_COUNT(&start) >= 2) {
+		for (unsigned int i = 0; i < nw && i < MAX_SEEN; i++)
+			CHECK(waker_cpu[i] != first);
 	} else {
-		printf("one CPU online: the producer's placement not checked\n");
+		printf("one CPU allowed: the producer's placement not checked\n");
 	}
 	/* the caller's affinity is as it was */
 	CHECK(sched_getaffinity(0, sizeof(after), &after) == 0);

@@ -14,10 +14,12 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <rte_common.h>
+#include <rte_pause.h>
 
 #include "evd_private.h"
 
@@ -1034,22 +1036,30 @@ evd_policy_validate(const char *spec)
 
 /*
  * B and L are measured the way the loop pays them, in one run of eventfd
- * wakes: a helper thread (the producer) waits until the sleeper has slept
- * g, writes the eventfd, and waits for the sleeper's ack; g steps through
- * the points of L, several wakes each, so that every wake follows others
- * like it (on a VM the host polls a halted vCPU for a while before giving
- * its CPU away, and learns how long from the wakes before: a lone wake
- * after 100 us took 76 us here, one in a stream of them 13 us).
+ * wakes: a producer thread waits until the sleeper has slept g, writes the
+ * eventfd, and waits for the sleeper's ack; g steps through the points of
+ * L, several wakes each, so that every wake follows others like it (on a
+ * VM the host polls a halted vCPU for a while before giving its CPU away,
+ * and learns how long from the wakes before: a lone wake after 100 us took
+ * 76 us here, one in a stream of them 13 us).
  *
- * - B is CPU: the sleeping thread's own run time (CLOCK_THREAD_CPUTIME_ID)
- *   for the wait and the eventfd read, the clock the benches' CPU figures
- *   come from, over the wakes after 10 and 100 us.
- * - L(g) is wall time from the write to the sleeper running.
- * - The producer runs on another CPU than the caller, busy (it spins
- *   through g), as a NIC, a peer process or another lcore is. Placed on
- *   purpose: it would otherwise inherit the caller's affinity, and under
- *   DPDK's EAL (the main lcore pinned to one CPU) every wake would be a
- *   same-CPU switch, and B a wake latency, not a CPU cost.
+ * - B is CPU: the sleeping thread's own run time (CLOCK_THREAD_CPUTIME_ID,
+ *   the reading's own cost taken off) for the epoll_wait and the eventfd
+ *   read that consumes the wake (an eventfd has nothing to arm), over the
+ *   wakes after 10 and 100 us; the clock the benches' CPU figures come from.
+ * - L(g) is wall time from the write to epoll_wait returning, the mean of
+ *   the wakes after g without the largest and the smallest.
+ * - Only wakes of a thread that did block count (its voluntary context
+ *   switches went up): a write that beat the wait measures nothing.
+ * - The sleeper is a thread of its own, pinned to the caller's CPU (the
+ *   caller's affinity is left alone); the producer runs on the other CPUs,
+ *   busy (it spins through g), as a NIC, a peer process or another lcore
+ *   is. Placed on purpose: a helper inherits its creator's affinity, and
+ *   under DPDK's EAL (the main lcore pinned to one CPU) every wake would
+ *   be a same-CPU switch, and a wall-clock B a wake latency, not a CPU
+ *   cost. Where there is no other CPU, or the placement is refused (a
+ *   cpuset), the producer shares the sleeper's CPU and sleeps instead of
+ *   spinning, and the log says that L is then a same-CPU wake.
  */
 
 static struct evd_policy_env env;
@@ -1057,16 +1067,21 @@ static struct evd_policy_env env;
 static const uint64_t cal_at[EVD_ENV_WAKE_POINTS] = { 10000, 100000, 1000000, 10000000 };
 static const int cal_wakes[EVD_ENV_WAKE_POINTS] = { 11, 11, 9, 5 }; /* about 60 ms */
 #define CAL_MAX_WAKES 11
+#define CAL_WAIT_NS 100000000ull /* a wait this long: the other side gave up */
 
 struct cal {
 	int efd, ack_fd;
-	int stop;                 /* atomic: the sleeper gave up */
-	uint64_t asleep_at;       /* atomic: the sleeper's clock before it waits; 0 = not yet */
-	uint64_t sent;            /* atomic: the write's time */
+	bool spin;          /* the producer has a CPU of its own (its own field) */
+	int stop;           /* atomic: the sleeper gave up */
+	uint64_t asleep_at; /* atomic: the sleeper's clock before it waits; 0: not yet */
+	uint64_t sent;      /* atomic: the write's time */
+	int sleeper_cpu;
+	int waker_cpu;      /* atomic: where the producer ran; -1: unknown */
+	int nb;             /* B samples taken */
 };
 
-/* Start a thread on the CPUs in @p set (or, where the placement is refused,
- * as a cpuset may, wherever it lands). */
+/* Start a thread on the CPUs in @p set (or, where that is refused, as a
+ * cpuset may, wherever it lands). */
 static int
 start_on(pthread_t *th, void *(*fn)(void *), void *arg, const cpu_set_t *set)
 {
@@ -1083,16 +1098,17 @@ start_on(pthread_t *th, void *(*fn)(void *), void *arg, const cpu_set_t *set)
 	return rc;
 }
 
-/* the online CPUs, without @p cpu (if it is >= 0), or only @p cpu */
+/* only @p cpu, or every CPU but it (the kernel keeps those of our cpuset
+ * that are online; none: the placement is refused) */
 static void
 cpus(cpu_set_t *set, int cpu, bool only)
 {
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	long conf = sysconf(_SC_NPROCESSORS_CONF);
 
 	CPU_ZERO(set);
-	if (cpu < 0)
+	if (cpu < 0 || cpu >= CPU_SETSIZE)
 		return;
-	for (long c = 0; c < ncpu && c < CPU_SETSIZE; c++)
+	for (long c = 0; c < conf && c < CPU_SETSIZE; c++)
 		if ((c == cpu) == only)
 			CPU_SET((int)c, set);
 }
@@ -1107,32 +1123,73 @@ thread_cpu_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* the producer: for every wake, spin until the sleeper has slept g, write,
- * then wait for its ack (a second at most: it may have given up) */
+static uint64_t
+voluntary_switches(void)
+{
+	struct rusage ru;
+
+	return getrusage(RUSAGE_THREAD, &ru) == 0 ? (uint64_t)ru.ru_nvcsw : 0;
+}
+
+/* the producer waiting: spinning on a CPU of its own, sleeping on a shared one */
+static void
+cal_pause(const struct cal *c)
+{
+	struct timespec ts = { .tv_sec = 0, .tv_nsec = 5000 };
+
+	if (c->spin)
+		rte_pause();
+	else
+		nanosleep(&ts, NULL);
+}
+
+/* the producer: for every wake, wait until the sleeper has slept g, write,
+ * then wait for its ack (CAL_WAIT_NS at most: it may have given up) */
 static void *
 cal_waker(void *arg)
 {
 	struct cal *c = arg;
 
+	cpu_set_t mine;
+
+	/* spin only on CPUs the sleeper does not use (placed, not fallen back);
+	 * read by the sleeper after the join */
+	c->spin = pthread_getaffinity_np(pthread_self(), sizeof(mine), &mine) == 0 &&
+		  c->sleeper_cpu >= 0 && !CPU_ISSET(c->sleeper_cpu, &mine);
+	__atomic_store_n(&c->waker_cpu, sched_getcpu(), __ATOMIC_RELAXED);
 	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++)
 		for (int i = 0; i < cal_wakes[k]; i++) {
-			uint64_t one = 1, v, t, deadline;
+			uint64_t one = 1, v, t, deadline = evd__monotonic_ns(NULL) + CAL_WAIT_NS;
+			struct timespec until;
 
-			deadline = evd__monotonic_ns(NULL) + 1000000000ull;
-			while ((t = __atomic_load_n(&c->asleep_at, __ATOMIC_ACQUIRE)) == 0)
+			while ((t = __atomic_load_n(&c->asleep_at, __ATOMIC_ACQUIRE)) == 0) {
 				if (__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE) ||
 				    evd__monotonic_ns(NULL) > deadline)
 					return NULL;
+				cal_pause(c);
+			}
 			__atomic_store_n(&c->asleep_at, 0, __ATOMIC_RELAXED);
-			while (evd__monotonic_ns(NULL) < t + cal_at[k])
-				;
+			t += cal_at[k];
+			if (c->spin) {
+				while (evd__monotonic_ns(NULL) < t)
+					rte_pause();
+			} else {
+				until.tv_sec = (time_t)(t / 1000000000ull);
+				until.tv_nsec = (long)(t % 1000000000ull);
+				while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) ==
+				       EINTR)
+					;
+			}
 			__atomic_store_n(&c->sent, evd__monotonic_ns(NULL), __ATOMIC_RELEASE);
 			if (write(c->efd, &one, sizeof(one)) < 0)
 				return NULL;
-			while (read(c->ack_fd, &v, sizeof(v)) < 0)
+			deadline = evd__monotonic_ns(NULL) + CAL_WAIT_NS;
+			while (read(c->ack_fd, &v, sizeof(v)) < 0) {
 				if (__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE) ||
-				    evd__monotonic_ns(NULL) > deadline + cal_at[k])
+				    evd__monotonic_ns(NULL) > deadline)
 					return NULL;
+				cal_pause(c);
+			}
 		}
 	return NULL;
 }
@@ -1145,50 +1202,80 @@ cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* the sleeper, on one CPU; it starts the producer on another; *arg: how
- * many B samples it took */
+/*
+ * The mean without the largest and the smallest sample. L enters the cost
+ * model as an expectation, and wakes on a VM are a mixture: after 100 us
+ * some catch the host still polling the halted vCPU (13 us here), others
+ * find it given away (76 us). A median picks one mode or the other from
+ * one run to the next; the mean weighs them by how often each came.
+ */
+static uint64_t
+trimmed_mean(uint64_t *v, int n)
+{
+	uint64_t sum = 0;
+
+	qsort(v, n, sizeof(v[0]), cmp_u64);
+	for (int i = 1; i < n - 1; i++)
+		sum += v[i];
+	return sum / (uint64_t)(n - 2);
+}
+
+/* the sleeper, pinned to one CPU; it starts the producer on the others */
 static void *
 cal_sleeper(void *arg)
 {
-	struct cal c = { .efd = -1, .ack_fd = -1 };
+	struct cal *c = arg;
 	struct epoll_event ev = { .events = EPOLLIN }, out;
-	uint64_t cpu[2 * CAL_MAX_WAKES], lat[CAL_MAX_WAKES];
-	int epfd, nb = 0, nl = 0, k = 0;
+	uint64_t cpu[2 * CAL_MAX_WAKES], lat[CAL_MAX_WAKES], ovh = UINT64_MAX;
+	int epfd, nl = 0, k = 0;
 	bool ok = true;
 	cpu_set_t others;
 	pthread_t th;
 
-	cpus(&others, sched_getcpu(), false);
+	c->sleeper_cpu = sched_getcpu();
+	cpus(&others, c->sleeper_cpu, false);
+	/* what reading the thread's clock costs, taken off each B sample */
+	for (int i = 0; i < 5; i++) {
+		uint64_t a = thread_cpu_ns(), b = thread_cpu_ns();
+
+		ovh = RTE_MIN(ovh, b - a);
+	}
 	epfd = epoll_create1(EPOLL_CLOEXEC);
-	c.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	c.ack_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (epfd < 0 || c.efd < 0 || c.ack_fd < 0 ||
-	    epoll_ctl(epfd, EPOLL_CTL_ADD, c.efd, &ev) < 0 ||
-	    start_on(&th, cal_waker, &c, &others) != 0)
+	c->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	c->ack_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (epfd < 0 || c->efd < 0 || c->ack_fd < 0 ||
+	    epoll_ctl(epfd, EPOLL_CTL_ADD, c->efd, &ev) < 0 ||
+	    start_on(&th, cal_waker, c, &others) != 0)
 		goto out;
 	for (k = 0; ok && k < EVD_ENV_WAKE_POINTS; k++) {
 		nl = 0;
 		for (int i = 0; ok && i < cal_wakes[k]; i++) {
-			uint64_t v, one = 1, t, t0, t1, sent;
+			uint64_t v, one = 1, t, t0, t1, sent, sw0, sw1;
+			int n;
 
+			sw0 = voluntary_switches();
 			t0 = thread_cpu_ns();
-			__atomic_store_n(&c.asleep_at, evd__monotonic_ns(NULL), __ATOMIC_RELEASE);
-			ok = epoll_wait(epfd, &out, 1, 1000) == 1 && read(c.efd, &v, sizeof(v)) == 8;
+			__atomic_store_n(&c->asleep_at, evd__monotonic_ns(NULL), __ATOMIC_RELEASE);
+			do
+				n = epoll_wait(epfd, &out, 1, (int)(CAL_WAIT_NS / 1000000));
+			while (n < 0 && errno == EINTR);
 			t = evd__monotonic_ns(NULL);
+			ok = n == 1 && read(c->efd, &v, sizeof(v)) == 8;
 			t1 = thread_cpu_ns();
+			sw1 = voluntary_switches();
 			if (!ok)
 				break;
-			sent = __atomic_load_n(&c.sent, __ATOMIC_ACQUIRE);
-			if (t >= sent)
-				lat[nl++] = t - sent;
-			if (k < 2 && t0 != 0 && t1 > t0)
-				cpu[nb++] = t1 - t0;
-			ok = write(c.ack_fd, &one, sizeof(one)) == 8;
+			sent = __atomic_load_n(&c->sent, __ATOMIC_ACQUIRE);
+			if (sw1 > sw0) { /* it blocked: a real sleep */
+				if (t >= sent)
+					lat[nl++] = t - sent;
+				if (k < 2 && t0 != 0 && t1 > t0 + ovh)
+					cpu[c->nb++] = t1 - t0 - ovh;
+			}
+			ok = write(c->ack_fd, &one, sizeof(one)) == 8;
 		}
-		if (nl >= 3) {
-			qsort(lat, nl, sizeof(lat[0]), cmp_u64);
-			env.wake_ns[k] = lat[nl / 2];
-		}
+		if (nl >= 3)
+			env.wake_ns[k] = trimmed_mean(lat, nl);
 		/* a longer sleep never wakes faster: keep L monotone */
 		if (k > 0 && env.wake_ns[k] < env.wake_ns[k - 1])
 			env.wake_ns[k] = env.wake_ns[k - 1];
@@ -1196,29 +1283,28 @@ cal_sleeper(void *arg)
 	for (; k < EVD_ENV_WAKE_POINTS; k++) /* gave up: the fallback, kept monotone */
 		if (k > 0 && env.wake_ns[k] < env.wake_ns[k - 1])
 			env.wake_ns[k] = env.wake_ns[k - 1];
-	__atomic_store_n(&c.stop, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&c->stop, 1, __ATOMIC_RELEASE);
 	pthread_join(th, NULL);
-	if (nb >= 5) {
-		qsort(cpu, nb, sizeof(cpu[0]), cmp_u64);
-		env.sleep_wake_ns = cpu[nb / 2];
+	if (c->nb >= 5) {
+		qsort(cpu, c->nb, sizeof(cpu[0]), cmp_u64);
+		env.sleep_wake_ns = cpu[c->nb / 2];
 	}
-	*(int *)arg = nb;
 out:
 	if (epfd >= 0)
 		close(epfd);
-	if (c.efd >= 0)
-		close(c.efd);
-	if (c.ack_fd >= 0)
-		close(c.ack_fd);
+	if (c->efd >= 0)
+		close(c->efd);
+	if (c->ack_fd >= 0)
+		close(c->ack_fd);
 	return NULL;
 }
 
 static void
 calibrate(void)
 {
+	struct cal c = { .efd = -1, .ack_fd = -1, .sleeper_cpu = -1, .waker_cpu = -1 };
 	cpu_set_t here;
 	pthread_t th;
-	int nb = 0;
 
 	env.sleep_wake_ns = 10000; /* fallbacks: typical VM figures */
 	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++) {
@@ -1228,16 +1314,24 @@ calibrate(void)
 	/* a thread of its own, pinned, so that it cannot move onto the
 	 * producer's CPU (which spins) while the caller's affinity stays as is */
 	cpus(&here, sched_getcpu(), true);
-	if (start_on(&th, cal_sleeper, &nb, &here) == 0)
+	if (start_on(&th, cal_sleeper, &c, &here) == 0)
 		pthread_join(th, NULL);
 	/* Keep the figure in a sane band: a loaded VM can report outliers. */
 	env.sleep_wake_ns = RTE_MAX(env.sleep_wake_ns, (uint64_t)EVD_ENV_B_MIN_NS);
 	env.sleep_wake_ns = RTE_MIN(env.sleep_wake_ns, (uint64_t)EVD_ENV_B_MAX_NS);
-	EVD_LOG(INFO, "calibrated sleep-and-wake cost B (CPU): %" PRIu64 " ns (%d samples)",
-		env.sleep_wake_ns, nb);
+	EVD_LOG(INFO, "calibrated sleep-and-wake cost B (CPU): %" PRIu64 " ns (%d samples; "
+		"sleeper on CPU %d, producer on CPU %d)", env.sleep_wake_ns, c.nb, c.sleeper_cpu,
+		__atomic_load_n(&c.waker_cpu, __ATOMIC_RELAXED));
 	EVD_LOG(INFO, "calibrated wake latency L(10us, 100us, 1ms, 10ms): %" PRIu64 " %" PRIu64
 		" %" PRIu64 " %" PRIu64 " ns", env.wake_ns[0], env.wake_ns[1], env.wake_ns[2],
 		env.wake_ns[3]);
+	if (c.nb < 5)
+		EVD_LOG(NOTICE, "calibration: too few wakes measured, B and L are typical VM "
+			"figures; give measured ones with evd_policy_env_set()");
+	else if (!c.spin || c.waker_cpu == c.sleeper_cpu)
+		EVD_LOG(NOTICE, "calibration: the producer ran on the sleeper's CPU (%d; no other "
+			"CPU, or its placement refused): L is a same-CPU wake, shorter than one "
+			"from a device or another core", c.sleeper_cpu);
 }
 
 double

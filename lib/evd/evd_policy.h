@@ -114,19 +114,24 @@ struct evd_policy_param {
 
 /**
  * Facts about the machine a policy may use, measured once per process.
- * B is CPU and L is latency, measured as the loop pays them: B from the
- * sleeping thread's own clock (CLOCK_THREAD_CPUTIME_ID), L from the wall
- * clock with the producer on another CPU (the measuring helpers are placed
- * off the caller's CPU, also under EAL, where they would otherwise inherit
- * the main lcore's pinning).
+ * B is CPU and L is latency, measured as the loop pays them, by a run of
+ * eventfd wakes (11, 11, 9 and 5 after sleeps of 10 us, 100 us, 1 ms and
+ * 10 ms): B on the sleeping thread's own clock (CLOCK_THREAD_CPUTIME_ID),
+ * L on the wall clock. The sleeper is a thread pinned to the caller's CPU
+ * (the caller's affinity is not changed), the producer a busy thread on
+ * the other CPUs: placed on purpose, also under EAL, where a helper would
+ * inherit the main lcore's pin and measure same-CPU wakes. Where there is
+ * no other CPU or the placement is refused, the producer shares the CPU
+ * and the log says so.
  */
 struct evd_policy_env {
-	/** B: median CPU time of the sleeping thread for sleep + wake by eventfd + ack. */
+	/** B: median CPU time of the sleeping thread for an epoll_wait woken by an
+	 * eventfd write and the read that consumes it (after 10 and 100 us). */
 	uint64_t sleep_wake_ns;
 	/** Gaps at which the wake latency was measured: 10 us, 100 us, 1 ms, 10 ms. */
 	uint64_t wake_at_ns[EVD_ENV_WAKE_POINTS];
-	/** L(g): median time from an eventfd write on another CPU to the epoll_wait
-	 * sleeper running, after sleeping wake_at_ns[i]. */
+	/** L(g): median time from an eventfd write on another CPU to epoll_wait
+	 * returning, after sleeping wake_at_ns[i] (kept monotone in g). */
 	uint64_t wake_ns[EVD_ENV_WAKE_POINTS];
 };
 
@@ -215,7 +220,8 @@ void evd_policy_wake(struct evd_policy *p, uint64_t now_ns, uint64_t slept_ns,
 
 /**
  * The environment measured for this process (measures on first call,
- * about a millisecond; later calls return the cached result).
+ * about 60 ms, while a producer thread spins on another CPU; up to a few
+ * hundred ms where the wakes stall; later calls return the cached result).
  */
 const struct evd_policy_env *evd_policy_env_get(void);
 
