@@ -1038,7 +1038,8 @@ evd_policy_validate(const char *spec)
  * B and L are measured the way the loop pays them, in one run of eventfd
  * wakes: a producer thread waits until the sleeper has slept g, writes the
  * eventfd, and waits for the sleeper's ack; g steps through the points of
- * L, several wakes each, so that every wake follows others like it (on a
+ * L, several wakes each, and only those after the first CAL_WARM of a
+ * point count, so that every wake measured follows others like it (on a
  * VM the host polls a halted vCPU for a while before giving its CPU away,
  * and learns how long from the wakes before: a lone wake after 100 us took
  * 76 us here, one in a stream of them 13 us).
@@ -1065,8 +1066,11 @@ evd_policy_validate(const char *spec)
 static struct evd_policy_env env;
 
 static const uint64_t cal_at[EVD_ENV_WAKE_POINTS] = { 10000, 100000, 1000000, 10000000 };
-static const int cal_wakes[EVD_ENV_WAKE_POINTS] = { 11, 11, 9, 5 }; /* about 60 ms */
-#define CAL_MAX_WAKES 11
+/* wakes per point, the first CAL_WARM of each not counted: they follow
+ * wakes of another length, so the host has not settled (about 95 ms) */
+static const int cal_wakes[EVD_ENV_WAKE_POINTS] = { 14, 14, 12, 8 };
+#define CAL_WARM 3
+#define CAL_MAX_WAKES 14
 #define CAL_WAIT_NS 100000000ull /* a wait this long: the other side gave up */
 
 struct cal {
@@ -1266,7 +1270,7 @@ cal_sleeper(void *arg)
 			if (!ok)
 				break;
 			sent = __atomic_load_n(&c->sent, __ATOMIC_ACQUIRE);
-			if (sw1 > sw0) { /* it blocked: a real sleep */
+			if (sw1 > sw0 && i >= CAL_WARM) { /* it blocked: a real sleep */
 				if (t >= sent)
 					lat[nl++] = t - sent;
 				if (k < 2 && t0 != 0 && t1 > t0 + ovh)

@@ -115,9 +115,9 @@ struct evd_policy_param {
 /**
  * Facts about the machine a policy may use, measured once per process.
  * B is CPU and L is latency, measured as the loop pays them, by a run of
- * eventfd wakes (11, 11, 9 and 5 after sleeps of 10 us, 100 us, 1 ms and
- * 10 ms): B on the sleeping thread's own clock (CLOCK_THREAD_CPUTIME_ID),
- * L on the wall clock. The sleeper is a thread pinned to the caller's CPU
+ * eventfd wakes (14, 14, 12 and 8 after sleeps of 10 us, 100 us, 1 ms and
+ * 10 ms, the first 3 of each a warm-up): B on the sleeping thread's own
+ * clock (CLOCK_THREAD_CPUTIME_ID), L on the wall clock. The sleeper is a thread pinned to the caller's CPU
  * (the caller's affinity is not changed), the producer a busy thread on
  * the other CPUs: placed on purpose, also under EAL, where a helper would
  * inherit the main lcore's pin and measure same-CPU wakes. Where there is
@@ -220,7 +220,7 @@ void evd_policy_wake(struct evd_policy *p, uint64_t now_ns, uint64_t slept_ns,
 
 /**
  * The environment measured for this process (measures on first call,
- * about 60 ms, while a producer thread spins on another CPU; up to a few
+ * about 95 ms, while a producer thread spins on another CPU; up to a few
  * hundred ms where the wakes stall; later calls return the cached result).
  */
 const struct evd_policy_env *evd_policy_env_get(void);
