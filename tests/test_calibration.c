@@ -46,19 +46,15 @@ static unsigned int nsleeps, nwrites; /* atomic */
 static int (*real_epoll_wait)(int, struct epoll_event *, int, int);
 static ssize_t (*real_write)(int, const void *, size_t);
 
+static int (*real_setaffinity)(pthread_attr_t *, size_t, const cpu_set_t *);
 static bool refuse_placement;
 
 int
 pthread_attr_setaffinity_np(pthread_attr_t *attr, size_t size, const cpu_set_t *set)
 {
-	static int (*real)(pthread_attr_t *, size_t, const cpu_set_t *);
-
 	if (refuse_placement)
 		return EINVAL;
-	if (real == NULL)
-		real = (int (*)(pthread_attr_t *, size_t, const cpu_set_t *))dlsym(
-			RTLD_NEXT, "pthread_attr_setaffinity_np");
-	return real(attr, size, set);
+	return real_setaffinity(attr, size, set);
 }
 
 static void
@@ -127,7 +123,9 @@ main(int argc, char **argv)
 	real_epoll_wait = (int (*)(int, struct epoll_event *, int, int))dlsym(RTLD_NEXT,
 									      "epoll_wait");
 	real_write = (ssize_t (*)(int, const void *, size_t))dlsym(RTLD_NEXT, "write");
-	CHECK(real_epoll_wait != NULL && real_write != NULL);
+	real_setaffinity = (int (*)(pthread_attr_t *, size_t, const cpu_set_t *))dlsym(
+		RTLD_NEXT, "pthread_attr_setaffinity_np");
+	CHECK(real_epoll_wait != NULL && real_write != NULL && real_setaffinity != NULL);
 	refuse_placement = argc > 1 && strcmp(argv[1], "refused") == 0;
 	/* pinned to one CPU, as EAL pins its main lcore: the first it may use */
 	CHECK(sched_getaffinity(0, sizeof(start), &start) == 0);

@@ -1153,7 +1153,6 @@ static void *
 cal_waker(void *arg)
 {
 	struct cal *c = arg;
-
 	cpu_set_t mine;
 
 	/* spin only on CPUs the sleeper does not use (placed, not fallen back);
