@@ -90,24 +90,12 @@ write(int fd, const void *buf, size_t count)
 }
 
 static uint64_t
-clock_ns(clockid_t id)
+process_cpu_ns(void)
 {
 	struct timespec ts;
 
-	clock_gettime(id, &ts);
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t
-process_cpu_ns(void)
-{
-	return clock_ns(CLOCK_PROCESS_CPUTIME_ID);
-}
-
-static uint64_t
-wall_ns(void)
-{
-	return clock_ns(CLOCK_MONOTONIC);
 }
 
 int
@@ -138,12 +126,12 @@ main(int argc, char **argv)
 	CHECK(sched_setaffinity(0, sizeof(one), &one) == 0);
 
 	cpu0 = process_cpu_ns();
-	wall0 = wall_ns();
+	wall0 = test_now_ns();
 	__atomic_store_n(&delaying, 1, __ATOMIC_RELEASE);
 	env = evd_policy_env_get();
 	__atomic_store_n(&delaying, 0, __ATOMIC_RELEASE);
 	cpu1 = process_cpu_ns();
-	wall1 = wall_ns();
+	wall1 = test_now_ns();
 
 	ns = __atomic_load_n(&nsleeps, __ATOMIC_ACQUIRE);
 	nw = __atomic_load_n(&nwrites, __ATOMIC_ACQUIRE);
