@@ -65,6 +65,19 @@ test_sleep_us(uint64_t us)
 	nanosleep(&ts, NULL);
 }
 
+/* Until the loop (run on another thread) reports that it sleeps, reading
+ * its stats every poll_us. */
+static inline void
+test_wait_asleep(struct evd_loop *loop, uint64_t poll_us)
+{
+	struct evd_loop_stats st;
+
+	do {
+		test_sleep_us(poll_us);
+		CHECK_EQ(evd_loop_stats_get(loop, &st), 0);
+	} while (st.mode != EVD_MODE_SLEEP);
+}
+
 /* The tests' pseudo-random numbers (xorshift64). */
 static inline uint64_t
 test_xorshift(uint64_t *s)

@@ -129,15 +129,11 @@ inject(int fd)
 	CHECK(send(fd, frame, sizeof(frame), 0) == (ssize_t)sizeof(frame));
 }
 
+/* asleep, and by now in epoll_wait */
 static void
 wait_asleep(struct evd_loop *loop)
 {
-	struct evd_loop_stats st;
-
-	do {
-		test_sleep_us(500);
-		CHECK_EQ(evd_loop_stats_get(loop, &st), 0);
-	} while (st.mode != EVD_MODE_SLEEP);
+	test_wait_asleep(loop, 500);
 	test_sleep_us(3000);
 }
 

@@ -271,13 +271,9 @@ static void *
 while_asleep(void *arg)
 {
 	struct pusher *p = arg;
-	struct evd_loop_stats st;
 	struct emu_cqe one = cqe(p->wr_id);
 
-	do {
-		test_sleep_us(500);
-		CHECK_EQ(evd_loop_stats_get(p->loop, &st), 0);
-	} while (st.mode != EVD_MODE_SLEEP);
+	test_wait_asleep(p->loop, 500);
 	test_sleep_us(3000);
 	if (p->fault_fd >= 0)
 		emu_read_fault(p->fault_fd, p->fault_err, 1);

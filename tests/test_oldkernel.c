@@ -66,17 +66,6 @@ run_loop(void *arg)
 	return NULL;
 }
 
-static void
-wait_mode_sleep(struct evd_loop *loop)
-{
-	struct evd_loop_stats st;
-
-	do {
-		test_sleep_us(1000);
-		CHECK_EQ(evd_loop_stats_get(loop, &st), 0);
-	} while (st.mode != EVD_MODE_SLEEP);
-}
-
 /* A nap of 300 us waits 300 us at least, and polls the 3 events posted
  * before it in one round. */
 static void
@@ -123,7 +112,7 @@ test_sleep_woken(void)
 	CHECK_EQ(evd_ring_create("r", 16, test_nop, NULL, &r), 0);
 	CHECK_EQ(evd_loop_add(loop, r), 0);
 	CHECK_EQ(pthread_create(&th, NULL, run_loop, loop), 0);
-	wait_mode_sleep(loop);
+	test_wait_asleep(loop, 1000);
 	CHECK_EQ(evd_ring_post(r, &ev), 0);
 	do {
 		test_sleep_us(1000);
@@ -151,7 +140,7 @@ test_stop_ends_nap(void)
 	test_napper.nap_ns = 60000000000ull;
 	CHECK_EQ(evd_loop_create(&conf, &loop), 0);
 	CHECK_EQ(pthread_create(&th, NULL, run_loop, loop), 0);
-	wait_mode_sleep(loop);
+	test_wait_asleep(loop, 1000);
 	CHECK_EQ(evd_loop_stop(loop), 0);
 	CHECK_EQ(pthread_join(th, NULL), 0);
 	CHECK(test_napper.why == EVD_WAKE_STOP);

@@ -38,10 +38,7 @@ stop_sleeping_loop(const char *policy)
 	CHECK_EQ(evd_ring_create("idle", 16, test_nop, NULL, &ring), 0);
 	CHECK_EQ(evd_loop_add(r.loop, ring), 0);
 	CHECK_EQ(pthread_create(&th, NULL, run, &r), 0);
-	do {
-		test_sleep_us(1000);
-		CHECK_EQ(evd_loop_stats_get(r.loop, &st), 0);
-	} while (st.mode != EVD_MODE_SLEEP);
+	test_wait_asleep(r.loop, 1000);
 	test_sleep_us(10000); /* in epoll_wait by now, almost surely */
 	CHECK_EQ(evd_loop_run(r.loop), -EBUSY);
 	CHECK_EQ(evd_loop_stop(r.loop), 0);
