@@ -666,11 +666,10 @@ settle_woken(struct evd_loop *loop, enum evd_wake_reason why, uint32_t found)
 static void
 after_wake(struct evd_loop *loop, enum evd_wake_reason why, uint32_t found)
 {
-	for (uint32_t i = 0; i < loop->n_src; i++) {
+	for (uint32_t i = 0; why == EVD_WAKE_TIMEOUT && i < loop->n_src; i++) {
 		struct evd_source *s = loop->src[i];
 
-		if (!s->woken && why == EVD_WAKE_TIMEOUT && s->armed == 1 &&
-			   s->stats.events != s->events_at_sleep) {
+		if (!s->woken && s->armed == 1 && s->stats.events != s->events_at_sleep) {
 			/* Explicitly armed, completions found, the wait timed out:
 			 * the notification must show up, late at worst (raced
 			 * with the timeout); consume it now. Level fds need no
