@@ -53,6 +53,8 @@ assert r["policy"] == "intr" and r["source"] == "ring", r
 assert r["events_sent"] > 0 and r["events_sent"] == r["events_delivered"], r
 assert r["events_lost"] == 0 and r["lost_wakeups"] == 0, r
 assert r["sleeps"] > 0, "intr never slept"
+# intr needs no cost model: none was measured, and the report says so
+assert "calibration" in r and r["calibration"] is None, r.get("calibration")
 print("ok: JSON report has every key and balances")
 PY
 check "EAL options before --" 0 "$testevd" --no-huge --no-pci -m 64 --no-shconf --file-prefix=tevd$$ -- --duration 0.3 --pattern steady --rate 1000
@@ -64,7 +66,15 @@ assert isinstance(a, list) and [r["policy"] for r in a] == ["poll", "intr", "ada
 for r in a:
     assert r["events_lost"] == 0 and r["lost_wakeups"] == 0, r
     assert r["events_delivered"] > 0, r
-print("ok: --compare JSON is an array of three balanced reports")
+# adaptive measured the cost model at start; every report of the process
+# names it (the same one), within the library's clamp on B
+c = a[2]["calibration"]
+assert c is not None and c["given"] is False, c
+assert all(r["calibration"] == c for r in a), [r["calibration"] for r in a]
+assert 1000 <= c["b_ns"] <= 200000, c
+assert c["wake_at_ns"] == [10000, 100000, 1000000, 10000000], c
+assert all(x <= y for x, y in zip(c["wake_ns"], c["wake_ns"][1:])), c
+print(f"ok: --compare JSON is an array of three balanced reports (B {c['b_ns']} ns measured)")
 PY
 check "idle pattern sleeps" 0 "$testevd" --duration 1 --pattern idle --json "$tmp/idle.json"
 python3 - "$tmp/idle.json" <<'PY' || fail=1
@@ -110,6 +120,8 @@ import json, sys
 a = json.load(open(sys.argv[1]))
 h, hc = a[0]["hindsight_ratio"], a[0]["hindsight_context_ratio"]
 assert all(r["hindsight_ratio"] == h and r["hindsight_context_ratio"] == hc for r in a), a
+assert all(r["calibration"] == {"given": True, "b_ns": 5000, "wake_at_ns": [10000, 100000, 1000000, 10000000],
+                                "wake_ns": [16000, 16000, 19000, 25000]} for r in a), a[0]["calibration"]
 assert hc <= 1.001, f"one threshold per context should match the oracle here: {hc}"
 assert h >= 1.10, f"no single threshold should come near the oracle here: {h}"
 ad = next(r for r in a if r["policy"] == "adaptive")["competitive_ratio"]

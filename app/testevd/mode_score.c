@@ -375,13 +375,14 @@ score_json(FILE *f, const struct score *s, const char *trace, const struct hinds
 		"\"hindsight_ratio\": %.4f, \"hindsight_context_ratio\": %.4f, "
 		"\"cpu_pct\": %.3f, \"latency_us\": {\"p50\": %.3f, \"p99\": %.3f, \"p999\": %.3f}, "
 		"\"mode_switches\": %" PRIu64 ", \"sleeps\": %" PRIu64 ", \"naps\": %" PRIu64
-		", \"budget_us\": %.0f}%s\n",
+		", \"budget_us\": %.0f, ",
 		s->policy, trace, s->events, s->oracle_cost > 0 ? s->cost / s->oracle_cost : 1.0,
 		s->cost, s->oracle_cost, h->ratio, h->ctx_ratio,
 		s->total_ns > 0 ? 100.0 * s->cpu_ns / s->total_ns : 0,
 		(double)hist_pct(&s->lat, 0.5) / 1e3, (double)hist_pct(&s->lat, 0.99) / 1e3,
-		(double)hist_pct(&s->lat, 0.999) / 1e3, s->switches, s->sleeps, s->naps, budget_ns / 1e3,
-		last ? "" : ",");
+		(double)hist_pct(&s->lat, 0.999) / 1e3, s->switches, s->sleeps, s->naps, budget_ns / 1e3);
+	report_json_calibration(f);
+	fprintf(f, "}%s\n", last ? "" : ",");
 }
 
 /* --timeline: one row (or point) per window of the trace's time. */

@@ -5,6 +5,8 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include <evd_policy.h>
+
 #include "testevd.h"
 
 static unsigned int
@@ -123,6 +125,21 @@ result_finish(struct result *r)
 		fputc('\n', f);                                 \
 	} while (0)
 
+/* The cost model the policies priced with, if one needed it. */
+static void
+report_calibration(FILE *f)
+{
+	bool given = false;
+	const struct evd_policy_env *e = evd_policy_env_peek(&given);
+
+	if (e == NULL)
+		return;
+	fprintf(f, "\n  cost model (%s): B %.1f us; wake latency L after 10 us, 100 us, 1 ms, "
+		"10 ms: %.1f %.1f %.1f %.1f us\n", given ? "given by --calibration" : "measured at start",
+		(double)e->sleep_wake_ns / 1e3, (double)e->wake_ns[0] / 1e3,
+		(double)e->wake_ns[1] / 1e3, (double)e->wake_ns[2] / 1e3, (double)e->wake_ns[3] / 1e3);
+}
+
 void
 report_table(FILE *f, const struct result *r, unsigned int n)
 {
@@ -158,7 +175,28 @@ report_table(FILE *f, const struct result *r, unsigned int n)
 	ROW("ring full (retried)", PRIu64, ring_full);
 	ROW("source errors", PRIu64, errors);
 	ROW("lost wakeups", PRIu64, lost_wakeups);
+	report_calibration(f);
 	fputc('\n', f);
+}
+
+void
+report_json_calibration(FILE *f)
+{
+	bool given = false;
+	const struct evd_policy_env *e = evd_policy_env_peek(&given);
+
+	if (e == NULL) {
+		fputs("\"calibration\": null", f);
+		return;
+	}
+	fprintf(f, "\"calibration\": {\"given\": %s, \"b_ns\": %" PRIu64 ", \"wake_at_ns\": [",
+		given ? "true" : "false", e->sleep_wake_ns);
+	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++)
+		fprintf(f, "%s%" PRIu64, k ? ", " : "", e->wake_at_ns[k]);
+	fputs("], \"wake_ns\": [", f);
+	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++)
+		fprintf(f, "%s%" PRIu64, k ? ", " : "", e->wake_ns[k]);
+	fputs("]}", f);
 }
 
 static void
@@ -166,6 +204,10 @@ json_one(FILE *f, const struct result *r, const char *ind)
 {
 	fprintf(f, "%s{\n", ind);
 	fprintf(f, "%s  \"policy\": \"%s\",\n", ind, r->policy);
+	/* what the policies priced with: null if none needed it */
+	fprintf(f, "%s  ", ind);
+	report_json_calibration(f);
+	fputs(",\n", f);
 	fprintf(f, "%s  \"source\": \"%s\",\n", ind, r->source);
 	fprintf(f, "%s  \"pattern\": \"%s\",\n", ind, r->pattern);
 	fprintf(f, "%s  \"runs\": %u,\n", ind, r->runs);

@@ -723,8 +723,10 @@ adaptive_describe(const void *st, char *buf, size_t len)
 	}
 #define T(x) ((x) == UINT64_MAX ? -1 : (int64_t)(x))
 	snprintf(buf, len, "gaps=%" PRIu64 " spin_ns=%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
-		 " prewake_sources=%" PRIu32 " nap_ns=%" PRIu64 " B_ns=%" PRIu64, samples, T(t[0]),
-		 T(t[1]), T(t[2]), T(t[3]), pw, a->nap_ns, a->env->sleep_wake_ns);
+		 " prewake_sources=%" PRIu32 " nap_ns=%" PRIu64 " B_ns=%" PRIu64 " L_ns=%" PRIu64
+		 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64, samples, T(t[0]), T(t[1]), T(t[2]), T(t[3]),
+		 pw, a->nap_ns, a->env->sleep_wake_ns, a->env->wake_ns[0], a->env->wake_ns[1],
+		 a->env->wake_ns[2], a->env->wake_ns[3]);
 #undef T
 }
 
@@ -1355,6 +1357,7 @@ evd_policy_env_wake_ns(const struct evd_policy_env *e, uint64_t g)
 
 static pthread_mutex_t env_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool env_ready; /* atomic: env holds a measurement or a given one */
+static bool env_given; /* set before env_ready: evd_policy_env_set() gave it */
 
 const struct evd_policy_env *
 evd_policy_env_get(void)
@@ -1367,6 +1370,16 @@ evd_policy_env_get(void)
 		}
 		pthread_mutex_unlock(&env_lock);
 	}
+	return &env;
+}
+
+const struct evd_policy_env *
+evd_policy_env_peek(bool *given)
+{
+	if (!__atomic_load_n(&env_ready, __ATOMIC_ACQUIRE))
+		return NULL;
+	if (given != NULL)
+		*given = env_given;
 	return &env;
 }
 
@@ -1385,6 +1398,7 @@ evd_policy_env_set(const struct evd_policy_env *e)
 		rc = -EALREADY;
 	} else {
 		env = *e;
+		env_given = true;
 		__atomic_store_n(&env_ready, true, __ATOMIC_RELEASE);
 		EVD_LOG(INFO, "given environment: B %" PRIu64 " ns, L(%" PRIu64 ", %" PRIu64 ", %"
 			PRIu64 ", %" PRIu64 " ns) %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " ns",

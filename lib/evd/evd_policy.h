@@ -130,8 +130,9 @@ struct evd_policy_env {
 	uint64_t sleep_wake_ns;
 	/** Gaps at which the wake latency was measured: 10 us, 100 us, 1 ms, 10 ms. */
 	uint64_t wake_at_ns[EVD_ENV_WAKE_POINTS];
-	/** L(g): median time from an eventfd write on another CPU to epoll_wait
-	 * returning, after sleeping wake_at_ns[i] (kept monotone in g). */
+	/** L(g): mean time (the largest and smallest wake left out) from an
+	 * eventfd write on another CPU to epoll_wait returning, after sleeping
+	 * wake_at_ns[i] (kept monotone in g). */
 	uint64_t wake_ns[EVD_ENV_WAKE_POINTS];
 };
 
@@ -224,6 +225,13 @@ void evd_policy_wake(struct evd_policy *p, uint64_t now_ns, uint64_t slept_ns,
  * hundred ms where the wakes stall; later calls return the cached result).
  */
 const struct evd_policy_env *evd_policy_env_get(void);
+
+/**
+ * The environment if it was measured or given already, else NULL; never
+ * measures (for reports: what the policies of this process priced with).
+ * @param given  if not NULL, set to true when evd_policy_env_set() gave it.
+ */
+const struct evd_policy_env *evd_policy_env_peek(bool *given);
 
 /**
  * Give the environment instead of measuring it (a calibration saved from an
