@@ -6,6 +6,14 @@
  * - a net_ring port (no Rx interrupt: poll-only) beside the tap: a packet
  *   put in its ring while the loop sleeps is found within the poll-only
  *   bound, although the loop's own bound is 10 s;
+ * - a vhost-user port (net_vhost, the host side) whose queue joins the loop
+ *   before any guest connects; a virtio-user guest in this process comes,
+ *   sends, goes and comes back while the loop sleeps with a 30 s bound:
+ *   each link change wakes the loop and reaches on_port_event on its thread
+ *   (RTE_ETH_EVENT_INTR_LSC, counted), and each packet wakes it through the
+ *   Rx interrupt of the guest connected now (no sleep timeout, no lost
+ *   wakeup). net_tap raises no LSC event (it only updates its link status),
+ *   so the tap cannot test this;
  * - hot removal of the tap port while its queue is armed and the loop
  *   sleeps: the source is told, leaves the loop, no crash, no hang, and the
  *   loop goes on serving its other source.
@@ -74,9 +82,9 @@ on_pkts(struct evd_source *src, void *burst, uint16_t n, void *arg)
 }
 
 static int
-port_start(uint16_t port, bool intr)
+port_start(uint16_t port, bool intr, bool lsc)
 {
-	struct rte_eth_conf conf = { .intr_conf = { .rxq = intr } };
+	struct rte_eth_conf conf = { .intr_conf = { .rxq = intr, .lsc = lsc } };
 	int rc = rte_eth_dev_configure(port, 1, 1, &conf);
 
 	if (rc == 0)
@@ -276,6 +284,199 @@ remove_while_asleep(void *arg)
 	return NULL;
 }
 
+struct link_watch {
+	int lsc, other;    /* on_port_event calls: LSC, anything else */
+	pthread_t loop_th; /* the thread that steps the loop */
+	bool on_loop_th;   /* every call came on it */
+};
+
+static void
+on_link(struct evd_source *src, enum rte_eth_event_type type, void *arg)
+{
+	struct link_watch *w = arg;
+
+	(void)src;
+	if (type == RTE_ETH_EVENT_INTR_LSC)
+		w->lsc++;
+	else
+		w->other++;
+	w->on_loop_th &= pthread_equal(pthread_self(), w->loop_th) != 0;
+}
+
+static bool
+link_up(uint16_t port)
+{
+	struct rte_eth_link l;
+
+	CHECK_EQ(rte_eth_link_get_nowait(port, &l), 0);
+	return l.link_status == RTE_ETH_LINK_UP;
+}
+
+/* The guest side of the vhost-user pair: a virtio-user port in this process. */
+struct peer {
+	struct evd_loop *loop;
+	char sock[108];
+	uint16_t port;
+	enum { PEER_CONNECT, PEER_SEND, PEER_DISCONNECT } what;
+};
+
+static void
+peer_connect(struct peer *p)
+{
+	char args[160];
+
+	snprintf(args, sizeof(args), "path=%s,queues=1", p->sock);
+	CHECK_EQ(rte_eal_hotplug_add("vdev", "net_virtio_user_lsc", args), 0);
+	CHECK_EQ(rte_eth_dev_get_port_by_name("net_virtio_user_lsc", &p->port), 0);
+	CHECK_EQ(port_start(p->port, false, false), 0);
+}
+
+static void
+peer_send(struct peer *p)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(pool);
+	struct rte_ether_hdr *eh;
+
+	CHECK(m != NULL);
+	eh = (struct rte_ether_hdr *)rte_pktmbuf_append(m, 64);
+	CHECK(eh != NULL);
+	memset(eh, 0, 64);
+	memset(&eh->dst_addr, 0xff, sizeof(eh->dst_addr));
+	eh->ether_type = rte_cpu_to_be_16(OUR_ETHERTYPE);
+	CHECK_EQ(rte_eth_tx_burst(p->port, 0, &m, 1), 1);
+}
+
+static void
+peer_disconnect(struct peer *p)
+{
+	CHECK_EQ(rte_eth_dev_stop(p->port), 0);
+	CHECK_EQ(rte_eth_dev_close(p->port), 0);
+	CHECK_EQ(rte_eal_hotplug_remove("vdev", "net_virtio_user_lsc"), 0);
+}
+
+/* What the guest does, once the loop sleeps. */
+static void *
+peer_while_asleep(void *arg)
+{
+	struct peer *p = arg;
+
+	wait_asleep(p->loop);
+	if (p->what == PEER_CONNECT)
+		peer_connect(p);
+	else if (p->what == PEER_SEND)
+		peer_send(p);
+	else
+		peer_disconnect(p);
+	return NULL;
+}
+
+/* Step the loop until @p done says so; the peer acts once it sleeps. */
+static void
+while_asleep(struct peer *p, int what, const int *seen, int before)
+{
+	struct timespec deadline;
+	pthread_t th;
+
+	p->what = what;
+	CHECK_EQ(pthread_create(&th, NULL, peer_while_asleep, p), 0);
+	while (__atomic_load_n(seen, __ATOMIC_RELAXED) == before)
+		CHECK(evd_loop_step(p->loop) >= 0);
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += 30;
+	CHECK_EQ(pthread_timedjoin_np(th, NULL, &deadline), 0);
+}
+
+struct link_counter {
+	int ours;
+};
+
+static void
+count_ours(struct evd_source *src, void *burst, uint16_t n, void *arg)
+{
+	struct counter c = { 0 };
+
+	on_pkts(src, burst, n, &c);
+	((struct link_counter *)arg)->ours += (int)c.ours;
+}
+
+/*
+ * The host side of a vhost-user port (a vswitch, a storage target) with
+ * its queue in a loop from before any guest connects. The guest comes,
+ * sends, goes and comes back while the loop sleeps with a 30 s bound:
+ * each link change wakes it and reaches on_port_event on its thread, and
+ * each packet wakes it through the Rx interrupt of the guest it came
+ * from, not through a timeout.
+ */
+static void
+test_vhost_link(void)
+{
+	struct evd_loop_conf conf = { .name = "vhost", .policy = "intr", .max_sleep_us = 30000000 };
+	struct link_watch w = { .loop_th = pthread_self(), .on_loop_th = true };
+	struct evd_ethdev_conf ec = { .on_port_event = on_link, .event_arg = &w };
+	struct link_counter c = { 0 };
+	struct evd_ethdev_stats es;
+	struct evd_loop_stats st;
+	struct peer p = { 0 };
+	struct evd_source *src;
+	char args[160];
+	uint16_t vport;
+
+	snprintf(p.sock, sizeof(p.sock), "/tmp/evd-lsc-%d.sock", (int)getpid());
+	snprintf(args, sizeof(args), "iface=%s,queues=1", p.sock);
+	CHECK_EQ(rte_eal_hotplug_add("vdev", "net_vhost_lsc", args), 0);
+	CHECK_EQ(rte_eth_dev_get_port_by_name("net_vhost_lsc", &vport), 0);
+	CHECK_EQ(port_start(vport, true, true), 0);
+	CHECK(!link_up(vport));
+	CHECK_EQ(evd_loop_create(&conf, &p.loop), 0);
+	CHECK_EQ(evd_ethdev_rxq_create(vport, 0, "vhost", &ec, count_ours, &c, &src), 0);
+	CHECK_EQ(evd_loop_add(p.loop, src), 0);
+
+	for (int round = 0; round < 2; round++) {
+		int lsc = w.lsc, ours = c.ours;
+		uint64_t timeouts;
+
+		while_asleep(&p, PEER_CONNECT, &w.lsc, lsc);
+		CHECK(link_up(vport));
+		CHECK(evd_ethdev_rxq_has_interrupt(src));
+		CHECK_EQ(evd_loop_stats_get(p.loop, &st), 0);
+		timeouts = st.sleep_timeouts;
+		for (int i = 0; i < 3; i++)
+			while_asleep(&p, PEER_SEND, &c.ours, ours + i);
+		CHECK_EQ(evd_loop_stats_get(p.loop, &st), 0);
+		printf("vhost round %d: link up after %d LSC, %d packets; sleep timeouts %" PRIu64
+		       " (%" PRIu64 " while packets came), lost wakeups %" PRIu64 ", errors %" PRIu64
+		       "\n", round, w.lsc, c.ours, st.sleep_timeouts, st.sleep_timeouts - timeouts,
+		       st.lost_wakeups, st.errors);
+		/* the guest's packets woke the loop: no sleep ran to its bound */
+		CHECK_EQ(st.sleep_timeouts, timeouts);
+		CHECK_EQ(st.lost_wakeups, 0);
+		lsc = w.lsc;
+		while_asleep(&p, PEER_DISCONNECT, &w.lsc, lsc);
+		CHECK(!link_up(vport));
+	}
+	CHECK_EQ(evd_loop_stats_get(p.loop, &st), 0);
+	CHECK_EQ(evd_ethdev_rxq_stats_get(src, &es), 0);
+	printf("vhost: %d LSC events (%" PRIu64 " counted), %d packets, %" PRIu64 " sleeps, %" PRIu64
+	       " timeouts, %" PRIu64 " Rx interrupt errors, %" PRIu64 " source errors\n", w.lsc,
+	       es.link_events, c.ours, st.sleeps, st.sleep_timeouts, es.intr_errors, st.errors);
+	CHECK(w.lsc >= 4);
+	CHECK_EQ(w.other, 0);
+	CHECK(w.on_loop_th);
+	CHECK_EQ((int64_t)es.link_events, (int64_t)w.lsc);
+	CHECK_EQ(c.ours, 6);
+	/* every wake came from a notification: link changes through the
+	 * source's kick, packets through the Rx interrupt */
+	CHECK_EQ(st.sleep_timeouts, 0);
+	CHECK_EQ(st.lost_wakeups, 0);
+	CHECK_EQ(es.intr_errors, 0);
+	CHECK_EQ(evd_loop_remove(p.loop, src), 0);
+	CHECK_EQ(evd_source_destroy(src), 0);
+	CHECK_EQ(evd_loop_destroy(p.loop), 0);
+	CHECK_EQ(rte_eth_dev_stop(vport), 0);
+	CHECK_EQ(rte_eth_dev_close(vport), 0);
+	CHECK_EQ(rte_eal_hotplug_remove("vdev", "net_vhost_lsc"), 0);
+}
+
 static void
 ring_count(struct evd_source *src, void *burst, uint16_t n, void *arg)
 {
@@ -329,7 +530,8 @@ main(void)
 {
 	char prefix[64], vdev[96];
 	char *argv[] = { "test_ethdev", "--no-huge", "--no-pci", "-m", "128", "--no-shconf",
-			 prefix, "--vdev", vdev, "--log-level=lib.eal:warning", NULL };
+			 prefix, "--vdev", vdev, "--log-level=lib.eal:warning",
+			 "--log-level=lib.vhost.config:warning", "--log-level=pmd.net.vhost:warning", NULL };
 	struct rte_ring *ring;
 	uint16_t tap_port, ring_port;
 	int afp, fd = open("/dev/net/tun", O_RDWR);
@@ -349,17 +551,18 @@ main(void)
 	pool = rte_pktmbuf_pool_create("test-pool", 4095, 128, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
 	CHECK(pool != NULL);
 	CHECK_EQ(rte_eth_dev_get_port_by_name("net_tap0", &tap_port), 0);
-	CHECK_EQ(port_start(tap_port, true), 0);
+	CHECK_EQ(port_start(tap_port, true, true), 0);
 	ring = rte_ring_create("test-ring", 1024, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
 	CHECK(ring != NULL);
 	CHECK(rte_eth_from_ring(ring) >= 0);
 	CHECK_EQ(rte_eth_dev_get_port_by_name("ETH_RING0", &ring_port) == 0 ||
 		 (ring_port = (uint16_t)(rte_eth_dev_count_avail() - 1), 1), 1);
-	CHECK_EQ(port_start(ring_port, false), 0);
+	CHECK_EQ(port_start(ring_port, false, false), 0);
 	afp = kernel_side();
 
 	TEST_ARGS(test_tap, tap_port, afp);
 	TEST_ARGS(test_ring_poll_only, tap_port, ring_port, ring);
+	TEST(test_vhost_link);
 	TEST_ARGS(test_hot_removal, tap_port);
 	close(afp);
 	rte_eal_cleanup();
