@@ -245,6 +245,56 @@ test_adaptive_learns(void)
 	CHECK_EQ(evd_policy_create("adaptive:learn=2", &(struct evd_policy *){ NULL }), -EINVAL);
 }
 
+/* The largest threshold adaptive draws over its 31 young gaps (1 ms
+ * apart), each measured as the idle time of its first sleep (rounds of
+ * 100 ns). */
+static uint64_t
+young_max(const char *spec)
+{
+	struct evd_policy *p;
+	uint64_t now = 1000000000ull, max = 0;
+
+	CHECK_EQ(evd_policy_create(spec, &p), 0);
+	for (int i = 0; i < 31; i++) {
+		uint64_t t;
+
+		now += 1000000;
+		evd_policy_events(p, now, 1);
+		t = first_sleep(p, now, 1000000);
+		CHECK(t != UINT64_MAX);
+		max = RTE_MAX(max, t);
+	}
+	evd_policy_destroy(p);
+	return max;
+}
+
+/* While young (under 32 gaps) adaptive draws the randomised ski-rental
+ * threshold on [0, price of a sleep]: B and the priced wake latency, B +
+ * lambda L(10 us), not B alone. With a budget that covers L the price is
+ * B; spin_max_us caps the draw. */
+static void
+test_adaptive_young(void)
+{
+	const struct evd_policy_env *env = evd_policy_env_get();
+	uint64_t b = env->sleep_wake_ns, l = env->wake_ns[0], t;
+	char spec[96];
+
+	t = young_max("adaptive:prewake=0");
+	printf("young: B %" PRIu64 " ns, L %" PRIu64 " ns: largest threshold drawn %" PRIu64 " ns\n",
+	       b, l, t);
+	CHECK(t <= b + l + 100);
+	/* 31 draws of (e^(x/price) - 1) / (e - 1): with L >= B/2, all under B
+	 * has a chance of 0.55^31 */
+	if (l >= b / 2)
+		CHECK(t > b + 100);
+	snprintf(spec, sizeof(spec), "adaptive:prewake=0,nap=0,budget_us=%" PRIu64, l / 1000 + 1);
+	t = young_max(spec);
+	printf("young, %s: %" PRIu64 " ns\n", spec, t);
+	CHECK(t <= b + 100);
+	t = young_max("adaptive:prewake=0,spin_max_us=1");
+	CHECK(t <= 1000 + 100);
+}
+
 /* The calibrated default: the budget is the measured sleep-and-wake cost. */
 static void
 test_calibration(void)
@@ -892,6 +942,7 @@ main(void)
 	TEST(test_spec_ok);
 	TEST(test_adaptive_decisions);
 	TEST(test_adaptive_learns);
+	TEST(test_adaptive_young);
 	TEST(test_adaptive_prewake);
 	TEST(test_adaptive_prewake_per_source);
 	TEST(test_adaptive_per_source_contexts);

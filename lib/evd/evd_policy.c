@@ -102,11 +102,13 @@ static const struct evd_policy_ops intr_policy = {
  * is free and only what exceeds it is priced: cost = t + B + lambda x
  * max(0, L(g - t) - budget). The gaps go into a decayed histogram (two bins per octave,
  * 256 ns to about 3 s, halved every 4096 gaps); at 32 gaps and then every
- * 256 idle gaps (gaps with at least one empty round) it picks the spin
+ * 64 idle gaps (gaps with at least one empty round; every 256 after the
+ * first 4096 gaps) it picks the spin
  * threshold T (a bin edge, 0 or "never") with the least expected
  * cost over that histogram, then polls while idle < T and sleeps after.
  * While the histogram is young (under 32 gaps) it uses the randomised
- * ski-rental threshold on [0, B] (e/(e-1)-competitive). A busy period keeps
+ * ski-rental threshold on [0, B + lambda L(10 us)], the price of a sleep
+ * (e/(e-1)-competitive against that price). A busy period keeps
  * it polling by itself: its gaps are short, so T covers them. Gaps come in
  * runs (a burst, then a silence), so there is one histogram and one T per
  * context, the length of the previous gap (< 4 us, < 64 us, < 1 ms, more),
@@ -148,6 +150,7 @@ static const struct evd_policy_ops intr_policy = {
 #define YOUNG 32
 #define DECAY_EVERY 4096 /* gaps */
 #define LEARN_EVERY 256 /* idle gaps */
+#define LEARN_EARLY 64  /* idle gaps, until the first decay (DECAY_EVERY gaps) */
 #define GUARD_US 0      /* guard_us: while traffic is recent, sleep at most this (off)... */
 #define GUARD_WINDOW_NS 1000000000ull /* ...recent: a completion in the last second */
 #define PW_MIN_NS 50000 /* pre-wake: gaps shorter than this are not periods */
@@ -196,6 +199,7 @@ struct adaptive {
 	uint64_t ctx_threshold[CONTEXTS];
 	uint64_t pooled_ns;           /* the threshold of all contexts together */
 	uint32_t idle_left;           /* idle gaps (the loop had to decide) to the next update */
+	uint64_t young_buy_ns;        /* while young: the price of a sleep, B + lambda L */
 	uint64_t next_decay;          /* samples at the next halving: 4096, then +4096 */
 	uint64_t next_check;          /* samples at the next update or halving */
 	uint64_t rnd;
@@ -248,10 +252,14 @@ gap_bin(uint64_t g)
 	return i; /* at most 47 = GAP_BINS - 1 */
 }
 
+/* Ski rental while the histogram is young: the price of buying (a sleep)
+ * is what a sleep costs in this model, B and the priced wake latency (the
+ * least, L after the shortest sleep), not B alone: with latency priced,
+ * [0, B] slept through gaps that were cheaper to spin. */
 static void
 young_threshold(struct adaptive *a)
 {
-	a->threshold_ns = evd__ski_rand_threshold(a->env->sleep_wake_ns, &a->rnd);
+	a->threshold_ns = RTE_MIN(evd__ski_rand_threshold(a->young_buy_ns, &a->rnd), a->cap_ns);
 }
 
 /* The priced part of an added latency: what exceeds the budget. */
@@ -388,6 +396,8 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 		return -EINVAL;
 	}
 	a->lock_in_pays = evd_policy_env_wake_ns(env, env->sleep_wake_ns) > a->lat_budget_ns;
+	a->young_buy_ns = env->sleep_wake_ns +
+			  (uint64_t)(a->lambda * priced(a, (double)env->wake_ns[0]));
 	if (nap && a->learn && budget_us != 0) {
 		/* until naps tell how late they end, the eventfd's L */
 		a->nap_late_ns = evd_policy_env_wake_ns(env, budget_us * 1000);
@@ -403,7 +413,7 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 	a->spin_ns = a->budget_ns * spin_pct / 100;
 	a->pause_ns = pause_ns;
 	a->rnd = 0x9e3779b97f4a7c15ull;
-	a->idle_left = LEARN_EVERY;
+	a->idle_left = LEARN_EARLY;
 	a->next_decay = DECAY_EVERY;
 	a->next_check = 0; /* young: adaptive_update at every gap until YOUNG */
 	a->last_event_ns = UINT64_MAX;
@@ -567,7 +577,7 @@ pw_slot_of(struct adaptive *a, uint32_t id)
  * down 1 when sooner), sets the nap's length: the budget less it. A nap
  * that ended before its length was cut short (a loop timer, the loop's
  * sleep bound): no sample. When it leaves no room naps stop; every policy
- * update (256 idle gaps) they are tried again with the shortest nap
+ * update (64 or 256 idle gaps) they are tried again with the shortest nap
  * allowed, so one bad stretch does not end them for good. */
 static void
 adaptive_wake(void *st, uint64_t now, uint64_t slept, enum evd_wake_reason why)
@@ -585,8 +595,8 @@ adaptive_wake(void *st, uint64_t now, uint64_t slept, enum evd_wake_reason why)
 	if (a->nap_ns == 0) {
 		rte_log(a->naps_late ? RTE_LOG_DEBUG : RTE_LOG_NOTICE, evd__logtype,
 			"EVD: policy adaptive: naps end %.1f us late (90th percentile): the latency "
-			"budget %.1f us leaves no room for them, naps off (tried again every 256 idle "
-			"gaps)\n", a->nap_late_ns / 1e3, a->lat_budget_ns / 1e3);
+			"budget %.1f us leaves no room for them, naps off (tried again at the next "
+			"update)\n", a->nap_late_ns / 1e3, a->lat_budget_ns / 1e3);
 		a->naps_late = true;
 	}
 }
@@ -635,12 +645,15 @@ adaptive_source_events(void *st, uint64_t now, uint32_t id, uint32_t n)
 }
 
 /* Young (under 32 gaps): a new randomised threshold for every gap. Then
- * learn at 32 gaps and every 256 idle gaps (those in which the loop had to
- * decide: the threshold matters only there, and a saturated loop, which has
- * none, pays nothing; adaptive_decide counts them and brings next_check
- * forward), halving the histograms every 4096 gaps (the decay). Every 4096
- * gaps alone was the first schedule: short captures then ran on what 32
- * gaps had taught (reddit x100: ratio 1.53, now 1.45). */
+ * learn at 32 gaps and every 64 idle gaps until the first decay, every 256
+ * after (idle gaps: those in which the loop had to decide; the threshold
+ * matters only there, and a saturated loop, which has none, pays nothing;
+ * adaptive_decide counts them and brings next_check forward), halving the
+ * histograms every 4096 gaps (the decay). Every 4096 gaps alone was the
+ * first schedule: short captures then ran on what 32 gaps had taught
+ * (reddit x100: ratio 1.53, then 1.45 with 256). 64 early, with the young
+ * price above: apt-download x100 1.343 -> 1.161 (bench/results/score.md);
+ * later updates stay at 256: each is sums over every context's histogram. */
 static void __attribute__((noinline))
 adaptive_update(struct adaptive *a)
 {
@@ -657,7 +670,7 @@ adaptive_update(struct adaptive *a)
 	if (decay)
 		a->next_decay += DECAY_EVERY;
 	if (a->idle_left == 0)
-		a->idle_left = LEARN_EVERY;
+		a->idle_left = a->samples < DECAY_EVERY ? LEARN_EARLY : LEARN_EVERY;
 	learn_threshold(a, decay);
 	naps_retry(a);
 	a->next_check = a->next_decay;

@@ -19,7 +19,8 @@
  *   of the previous gap) and picks the spin threshold with the least
  *   expected cost (CPU + lambda x wake latency) under this machine's
  *   measured sleep cost B and wake latency L(g); a randomised ski-rental
- *   threshold on [0, B] while the histogram is young; after a round that
+ *   threshold on [0, B + lambda L] (the price of a sleep) while the
+ *   histogram is young; after a round that
  *   found a burst it spins at least B (busy-period lock-in); for periodic
  *   sources (followed per source), where it pays, it sleeps with a timeout
  *   that ends before the next expected arrival and polls through it
