@@ -8,7 +8,7 @@
  *   bound, although the loop's own bound is 10 s;
  * - a vhost-user port (net_vhost, the host side) whose queue joins the loop
  *   before any guest connects; a virtio-user guest in this process comes,
- *   sends, goes and comes back while the loop sleeps with a 30 s bound:
+ *   sends, goes and comes back while the loop sleeps with a 10 s bound:
  *   each link change wakes the loop and reaches on_port_event on its thread
  *   (RTE_ETH_EVENT_INTR_LSC, counted), and each packet wakes it through the
  *   Rx interrupt of the guest connected now (no sleep timeout, no lost
@@ -312,6 +312,16 @@ link_up(uint16_t port)
 	return l.link_status == RTE_ETH_LINK_UP;
 }
 
+static char lsc_sock[108];
+
+/* Whatever the outcome, no socket left in /tmp. */
+static void
+remove_lsc_sock(void)
+{
+	if (lsc_sock[0] != '\0')
+		unlink(lsc_sock);
+}
+
 /* The guest side of the vhost-user pair: a virtio-user port in this process. */
 struct peer {
 	struct evd_loop *loop;
@@ -370,17 +380,26 @@ peer_while_asleep(void *arg)
 	return NULL;
 }
 
-/* Step the loop until @p done says so; the peer acts once it sleeps. */
+/* The peer does @p what once the loop sleeps; step the loop until *seen
+ * moves from @p before (a link event or a packet came). A hang guard, not a
+ * timing check: 25 s, over two of the loop's 10 s sleep bounds. */
 static void
 while_asleep(struct peer *p, int what, const int *seen, int before)
 {
+	uint64_t give_up = test_now_ns() + 25000000000ull;
 	struct timespec deadline;
 	pthread_t th;
 
 	p->what = what;
 	CHECK_EQ(pthread_create(&th, NULL, peer_while_asleep, p), 0);
-	while (__atomic_load_n(seen, __ATOMIC_RELAXED) == before)
+	while (__atomic_load_n(seen, __ATOMIC_RELAXED) == before) {
 		CHECK(evd_loop_step(p->loop) >= 0);
+		if (test_now_ns() > give_up) {
+			printf("FAIL %s:%d: nothing came after the peer's step %d\n", __FILE__,
+			       __LINE__, what);
+			exit(1);
+		}
+	}
 	clock_gettime(CLOCK_REALTIME, &deadline);
 	deadline.tv_sec += 30;
 	CHECK_EQ(pthread_timedjoin_np(th, NULL, &deadline), 0);
@@ -402,7 +421,7 @@ count_ours(struct evd_source *src, void *burst, uint16_t n, void *arg)
 /*
  * The host side of a vhost-user port (a vswitch, a storage target) with
  * its queue in a loop from before any guest connects. The guest comes,
- * sends, goes and comes back while the loop sleeps with a 30 s bound:
+ * sends, goes and comes back while the loop sleeps with a 10 s bound:
  * each link change wakes it and reaches on_port_event on its thread, and
  * each packet wakes it through the Rx interrupt of the guest it came
  * from, not through a timeout.
@@ -410,7 +429,7 @@ count_ours(struct evd_source *src, void *burst, uint16_t n, void *arg)
 static void
 test_vhost_link(void)
 {
-	struct evd_loop_conf conf = { .name = "vhost", .policy = "intr", .max_sleep_us = 30000000 };
+	struct evd_loop_conf conf = { .name = "vhost", .policy = "intr", .max_sleep_us = 10000000 };
 	struct link_watch w = { .loop_th = pthread_self(), .on_loop_th = true };
 	struct evd_ethdev_conf ec = { .on_port_event = on_link, .event_arg = &w };
 	struct link_counter c = { 0 };
@@ -422,6 +441,9 @@ test_vhost_link(void)
 	uint16_t vport;
 
 	snprintf(p.sock, sizeof(p.sock), "/tmp/evd-lsc-%d.sock", (int)getpid());
+	snprintf(lsc_sock, sizeof(lsc_sock), "%s", p.sock);
+	unlink(p.sock);
+	atexit(remove_lsc_sock);
 	snprintf(args, sizeof(args), "iface=%s,queues=1", p.sock);
 	CHECK_EQ(rte_eal_hotplug_add("vdev", "net_vhost_lsc", args), 0);
 	CHECK_EQ(rte_eth_dev_get_port_by_name("net_vhost_lsc", &vport), 0);
@@ -551,7 +573,7 @@ main(void)
 	pool = rte_pktmbuf_pool_create("test-pool", 4095, 128, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
 	CHECK(pool != NULL);
 	CHECK_EQ(rte_eth_dev_get_port_by_name("net_tap0", &tap_port), 0);
-	CHECK_EQ(port_start(tap_port, true, true), 0);
+	CHECK_EQ(port_start(tap_port, true, false), 0);
 	ring = rte_ring_create("test-ring", 1024, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
 	CHECK(ring != NULL);
 	CHECK(rte_eth_from_ring(ring) >= 0);

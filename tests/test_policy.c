@@ -245,11 +245,11 @@ test_adaptive_learns(void)
 	CHECK_EQ(evd_policy_create("adaptive:learn=2", &(struct evd_policy *){ NULL }), -EINVAL);
 }
 
-/* The largest threshold adaptive draws over its 31 young gaps (1 ms
- * apart), each measured as the idle time of its first sleep (rounds of
- * 100 ns). */
+/* The largest threshold adaptive draws over its 31 young gaps, each
+ * measured as the idle time of its first sleep (rounds of 100 ns); the gaps
+ * and the search run to @p limit, past any draw. */
 static uint64_t
-young_max(const char *spec)
+young_max(const char *spec, uint64_t limit)
 {
 	struct evd_policy *p;
 	uint64_t now = 1000000000ull, max = 0;
@@ -258,9 +258,9 @@ young_max(const char *spec)
 	for (int i = 0; i < 31; i++) {
 		uint64_t t;
 
-		now += 1000000;
+		now += limit;
 		evd_policy_events(p, now, 1);
-		t = first_sleep(p, now, 1000000);
+		t = first_sleep(p, now, limit);
 		CHECK(t != UINT64_MAX);
 		max = RTE_MAX(max, t);
 	}
@@ -270,28 +270,34 @@ young_max(const char *spec)
 
 /* While young (under 32 gaps) adaptive draws the randomised ski-rental
  * threshold on [0, price of a sleep]: B and the priced wake latency, B +
- * lambda L(10 us), not B alone. With a budget that covers L the price is
- * B; spin_max_us caps the draw. */
+ * lambda L(10 us), not B alone. The draws come from a fixed seed; the
+ * largest of the 31 is 0.99 of the price. With lambda set so that lambda L
+ * is at least 2 B, a draw past B shows the latency in the price on any
+ * machine; with a budget that covers L the price is B; spin_max_us caps
+ * the draw. */
 static void
 test_adaptive_young(void)
 {
 	const struct evd_policy_env *env = evd_policy_env_get();
-	uint64_t b = env->sleep_wake_ns, l = env->wake_ns[0], t;
+	uint64_t b = env->sleep_wake_ns, l = env->wake_ns[0], t, pct, price;
 	char spec[96];
 
-	t = young_max("adaptive:prewake=0");
+	t = young_max("adaptive:prewake=0", 2 * (b + l) + 1000000);
 	printf("young: B %" PRIu64 " ns, L %" PRIu64 " ns: largest threshold drawn %" PRIu64 " ns\n",
 	       b, l, t);
 	CHECK(t <= b + l + 100);
-	/* 31 draws of (e^(x/price) - 1) / (e - 1): with L >= B/2, all under B
-	 * has a chance of 0.55^31 */
-	if (l >= b / 2)
-		CHECK(t > b + 100);
+	pct = 100 * ((2 * b + l - 1) / l) + 100; /* lambda L >= 2 B + L */
+	price = b + pct * l / 100;
+	snprintf(spec, sizeof(spec), "adaptive:prewake=0,lambda_pct=%" PRIu64, pct);
+	t = young_max(spec, 2 * price + 1000000);
+	printf("young, %s: %" PRIu64 " ns (price %" PRIu64 " ns)\n", spec, t, price);
+	CHECK(t <= price + 100);
+	CHECK(t > b + 100);
 	snprintf(spec, sizeof(spec), "adaptive:prewake=0,nap=0,budget_us=%" PRIu64, l / 1000 + 1);
-	t = young_max(spec);
+	t = young_max(spec, 2 * b + 1000000);
 	printf("young, %s: %" PRIu64 " ns\n", spec, t);
 	CHECK(t <= b + 100);
-	t = young_max("adaptive:prewake=0,spin_max_us=1");
+	t = young_max("adaptive:prewake=0,spin_max_us=1", 2 * (b + l) + 1000000);
 	CHECK(t <= 1000 + 100);
 }
 

@@ -61,6 +61,10 @@ for k, j in (("events", "events_delivered"), ("sleeps", "sleeps"), ("wakeups", "
              ("mode_switches", "mode_switches"), ("naps", "naps")):
     assert e[k] == rep[j], f"{k}: telemetry {e[k]}, report {rep[j]}"
 assert es["events"] == rep["events_delivered"], (es, rep["events_delivered"])
+# the cost model adaptive prices with: the one the report names
+c = rep["calibration"]
+assert c is not None and e["cost_model_B_ns"] == c["b_ns"], (e.get("cost_model_B_ns"), c)
+assert e["cost_model_L_ns"] == c["wake_ns"], (e.get("cost_model_L_ns"), c)
 print(f"ok: telemetry mid-run events {s['events']} in mode {s['mode']}; after the run events {e['events']}, "
       f"sleeps {e['sleeps']}, wakeups {e['wakeups']} = the report; policy_state '{e['policy_state']}'")
 PY

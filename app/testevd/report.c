@@ -125,7 +125,7 @@ result_finish(struct result *r)
 		fputc('\n', f);                                 \
 	} while (0)
 
-/* The cost model the policies priced with, if one needed it. */
+/* The process's cost model, if a policy needed one (or it was given). */
 static void
 report_calibration(FILE *f)
 {
@@ -204,7 +204,8 @@ json_one(FILE *f, const struct result *r, const char *ind)
 {
 	fprintf(f, "%s{\n", ind);
 	fprintf(f, "%s  \"policy\": \"%s\",\n", ind, r->policy);
-	/* what the policies priced with: null if none needed it */
+	/* the process's cost model (measured or given): null if no policy
+	 * of the process needed one */
 	fprintf(f, "%s  ", ind);
 	report_json_calibration(f);
 	fputs(",\n", f);

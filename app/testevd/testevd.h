@@ -154,8 +154,8 @@ const struct source_kind *source_kind_find(const char *name);
 
 void report_table(FILE *f, const struct result *r, unsigned int n);
 int report_json(const char *path, const struct result *r, unsigned int n, bool array);
-/* "calibration": the B and L(g) the policies priced with, or null (none
- * needed them): one JSON member, no comma. */
+/* "calibration": the process's B and L(g), measured or given, or null (no
+ * policy of the process needed them): one JSON member, no comma. */
 void report_json_calibration(FILE *f);
 /* --timeline: n windows starting at t_s; CSV, or SVG if path ends in .svg. */
 int timeline_write(const char *path, const char *title, unsigned int n, const double *t_s,

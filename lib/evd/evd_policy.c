@@ -101,9 +101,9 @@ static const struct evd_policy_ops intr_policy = {
  * it costs g. With a latency budget (budget_us), latency up to the budget
  * is free and only what exceeds it is priced: cost = t + B + lambda x
  * max(0, L(g - t) - budget). The gaps go into a decayed histogram (two bins per octave,
- * 256 ns to about 3 s, halved every 4096 gaps); at 32 gaps and then every
- * 64 idle gaps (gaps with at least one empty round; every 256 after the
- * first 4096 gaps) it picks the spin
+ * 256 ns to about 3 s, halved every 4096 gaps); at 32 gaps and every 64
+ * idle gaps (gaps with at least one empty round, counted from the first;
+ * every 256 after the first 4096 gaps) it picks the spin
  * threshold T (a bin edge, 0 or "never") with the least expected
  * cost over that histogram, then polls while idle < T and sleeps after.
  * While the histogram is young (under 32 gaps) it uses the randomised
@@ -396,8 +396,9 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 		return -EINVAL;
 	}
 	a->lock_in_pays = evd_policy_env_wake_ns(env, env->sleep_wake_ns) > a->lat_budget_ns;
-	a->young_buy_ns = env->sleep_wake_ns +
-			  (uint64_t)(a->lambda * priced(a, (double)env->wake_ns[0]));
+	/* bounded: a given environment may hold any B and L, lambda_pct goes to 10^6 */
+	a->young_buy_ns = (uint64_t)fmin((double)env->sleep_wake_ns +
+					 a->lambda * priced(a, (double)env->wake_ns[0]), 1e12);
 	if (nap && a->learn && budget_us != 0) {
 		/* until naps tell how late they end, the eventfd's L */
 		a->nap_late_ns = evd_policy_env_wake_ns(env, budget_us * 1000);
@@ -645,8 +646,9 @@ adaptive_source_events(void *st, uint64_t now, uint32_t id, uint32_t n)
 }
 
 /* Young (under 32 gaps): a new randomised threshold for every gap. Then
- * learn at 32 gaps and every 64 idle gaps until the first decay, every 256
- * after (idle gaps: those in which the loop had to decide; the threshold
+ * learn at 32 gaps and every 64 idle gaps (counted from the first gap)
+ * until the first decay, every 256 after (idle gaps: those in which the
+ * loop had to decide; the threshold
  * matters only there, and a saturated loop, which has none, pays nothing;
  * adaptive_decide counts them and brings next_check forward), halving the
  * histograms every 4096 gaps (the decay). Every 4096 gaps alone was the
@@ -736,10 +738,8 @@ adaptive_describe(const void *st, char *buf, size_t len)
 	}
 #define T(x) ((x) == UINT64_MAX ? -1 : (int64_t)(x))
 	snprintf(buf, len, "gaps=%" PRIu64 " spin_ns=%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
-		 " prewake_sources=%" PRIu32 " nap_ns=%" PRIu64 " B_ns=%" PRIu64 " L_ns=%" PRIu64
-		 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64, samples, T(t[0]), T(t[1]), T(t[2]), T(t[3]),
-		 pw, a->nap_ns, a->env->sleep_wake_ns, a->env->wake_ns[0], a->env->wake_ns[1],
-		 a->env->wake_ns[2], a->env->wake_ns[3]);
+		 " prewake_sources=%" PRIu32 " nap_ns=%" PRIu64 " B_ns=%" PRIu64, samples, T(t[0]),
+		 T(t[1]), T(t[2]), T(t[3]), pw, a->nap_ns, a->env->sleep_wake_ns);
 #undef T
 }
 

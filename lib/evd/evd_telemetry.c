@@ -3,8 +3,8 @@
  * rte_telemetry commands, for reading a running application's loops with
  * DPDK's own client (dpdk-telemetry.py):
  *   /evd/list               the loops' ids
- *   /evd/stats,<loop>       a loop: name, policy, mode, its stats, and what
- *                           the policy learned
+ *   /evd/stats,<loop>       a loop: name, policy, mode, its stats, what
+ *                           the policy learned, and the cost model
  *   /evd/sources,<loop>     a loop's sources and their stats
  * <loop> is an id from /evd/list or a loop name.
  *
@@ -101,6 +101,27 @@ tm_list(const char *cmd, const char *params, struct rte_tel_data *d)
 
 #define U64(d, s, f) rte_tel_data_add_dict_u64(d, #f, (s)->f)
 
+/* The process's cost model (B, and L after 10 us, 100 us, 1 ms, 10 ms),
+ * if a policy measured it or it was given; never measures. */
+static void
+cost_model(struct rte_tel_data *d)
+{
+	const struct evd_policy_env *e = evd_policy_env_peek(NULL);
+	struct rte_tel_data *c;
+
+	if (e == NULL)
+		return;
+	rte_tel_data_add_dict_u64(d, "cost_model_B_ns", e->sleep_wake_ns);
+	c = rte_tel_data_alloc();
+	if (c == NULL)
+		return;
+	rte_tel_data_start_array(c, RTE_TEL_U64_VAL);
+	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++)
+		rte_tel_data_add_array_u64(c, e->wake_ns[k]);
+	if (rte_tel_data_add_dict_container(d, "cost_model_L_ns", c, 0) < 0)
+		rte_tel_data_free(c);
+}
+
 static int
 tm_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 {
@@ -145,6 +166,7 @@ tm_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 		l->policy.ops->describe(l->policy.state, learned, sizeof(learned));
 		rte_tel_data_add_dict_string(d, "policy_state", learned);
 	}
+	cost_model(d);
 	evd__registry_unlock();
 	return 0;
 }
