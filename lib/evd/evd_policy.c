@@ -648,10 +648,10 @@ adaptive_source_events(void *st, uint64_t now, uint32_t id, uint32_t n)
 /* Young (under 32 gaps): a new randomised threshold for every gap. Then
  * learn at 32 gaps and every 64 idle gaps (counted from the first gap)
  * until the first decay, every 256 after (idle gaps: those in which the
- * loop had to decide; the threshold
- * matters only there, and a saturated loop, which has none, pays nothing;
- * adaptive_decide counts them and brings next_check forward), halving the
- * histograms every 4096 gaps (the decay). Every 4096 gaps alone was the
+ * loop had to decide; the threshold matters only there, and a saturated
+ * loop, which has none, pays nothing; adaptive_decide counts them and
+ * brings next_check forward), halving the histograms every 4096 gaps (the
+ * decay). Every 4096 gaps alone was the
  * first schedule: short captures then ran on what 32 gaps had taught
  * (reddit x100: ratio 1.53, then 1.45 with 256). 64 early, with the young
  * price above: apt-download x100 1.343 -> 1.161 (bench/results/score.md);
