@@ -147,4 +147,45 @@ python3 -c "
 for i in range(60):
     print(15000000); print(1000 + i * 3300)" >"$tmp/pairs.txt"
 forward forward-pairs intr "$tmp/pairs.txt" 0 120
+
+# The sender dies (SIGKILL) while the receiver sleeps between its packets.
+# virtio-user's next write to the dead backend's socket raises SIGPIPE; the
+# link event reaches the receiver's on_port_event; the receiver must not be
+# killed, must say the link went down, and must end (the link stayed down:
+# no END packet will come) reporting what it got, status 1 (the sender's
+# count unknown), its JSON written. Without the link it would wait out the
+# pattern and a 30 s grace.
+rm -f "$sock"
+"$testevd" $eal $tx_cpu --file-prefix=evd-tx$$ --vdev "net_vhost0,iface=$sock,queues=1" -- \
+	--send --pattern steady --rate 200 --duration 60 --send-delay 2 >"$tmp/gone-tx.log" 2>&1 &
+tx=$!
+pids+=("$tx")
+for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
+"$testevd" $eal $rx_cpu --file-prefix=evd-rx$$ --vdev "net_virtio_user0,path=$sock,queues=1" -- \
+	--source ethdev --policy adaptive --pattern steady --rate 200 --duration 60 --no-progress \
+	--json "$tmp/gone-rx.json" >"$tmp/gone-rx.log" 2>&1 &
+rx=$!
+pids+=("$rx")
+# the sender starts 2 s after the link comes up; kill it a little after
+sleep 4
+kill -9 "$tx"
+wait "$rx"
+rrc=$?
+if [ $rrc -ne 1 ]; then
+	echo "FAIL: sender gone: receiver status $rrc (want 1; 141 is SIGPIPE)"; cat "$tmp/gone-rx.log"; fail=1
+elif ! grep -q "link down" "$tmp/gone-rx.log" || ! grep -q "the sender is gone" "$tmp/gone-rx.log"; then
+	echo "FAIL: sender gone: the receiver did not say the link went down"; cat "$tmp/gone-rx.log"; fail=1
+else
+	python3 - "$tmp/gone-rx.json" <<'PY' || { fail=1; cat "$tmp/gone-rx.log"; }
+import json, sys
+rx = json.load(open(sys.argv[1]))
+assert rx["link_lost"] is True and rx["stopped_by_signal"] is False, rx
+assert rx["events_delivered"] > 0 and rx["lost_wakeups"] == 0, rx
+# it ended on the link: a run that waited for the sender's END (or out
+# the pattern) cannot be shorter than the pattern's 60 s
+assert rx["duration_s"] < 60, rx["duration_s"]
+print(f"ok: sender gone: the receiver saw the link go down and ended after {rx['duration_s']:.1f} s "
+      f"with {rx['events_delivered']} packets, status 1")
+PY
+fi
 exit $fail

@@ -213,6 +213,10 @@ main(int argc, char **argv)
 	 * runs in virtual time and keeps the default (it ends at once). */
 	if (!o.score)
 		stop_signals(on_stop_signal);
+	/* A vhost-user backend that dies makes virtio-user's next write to its
+	 * socket raise SIGPIPE (22.11's vhost_user_write sends without
+	 * MSG_NOSIGNAL), which would kill the receiver before it reports. */
+	signal(SIGPIPE, SIG_IGN);
 	if (o.json != NULL && strcmp(o.json, "-") != 0) {
 		FILE *f = fopen(o.json, "w");
 

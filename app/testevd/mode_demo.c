@@ -39,8 +39,9 @@ demo(const struct opts *o)
 		fprintf(stderr, "testevd: stopped by a signal after %.1f s%s\n", r->duration_s,
 			r->incomplete ? "; no END packet came, so the sender's count is unknown" : "");
 	if (r->incomplete && !r->stopped) {
-		fprintf(stderr, "testevd: FAILED: the sender's END packet never arrived; what was "
-			"sent is unknown\n");
+		fprintf(stderr, "testevd: FAILED: the sender's END packet never arrived%s; what was "
+			"sent is unknown\n",
+			r->link_lost ? " (the link went down and stayed down: the sender is gone)" : "");
 		status = EXIT_LOSS;
 	}
 	if (r->events_lost > 0 || r->lost_wakeups > 0) {

@@ -80,6 +80,7 @@ result_merge(struct result *acc, const struct result *one)
 	acc->lost_wakeups += one->lost_wakeups;
 	acc->errors += one->errors;
 	acc->incomplete |= one->incomplete;
+	acc->link_lost |= one->link_lost;
 	acc->stopped |= one->stopped;
 	acc->ring_full += one->ring_full;
 	acc->forwarded += one->forwarded;
@@ -220,6 +221,7 @@ json_one(FILE *f, const struct result *r, const char *ind)
 	fprintf(f, "%s  \"lost_wakeups\": %" PRIu64 ",\n", ind, r->lost_wakeups);
 	fprintf(f, "%s  \"errors\": %" PRIu64 ",\n", ind, r->errors);
 	fprintf(f, "%s  \"stopped_by_signal\": %s,\n", ind, r->stopped ? "true" : "false");
+	fprintf(f, "%s  \"link_lost\": %s,\n", ind, r->link_lost ? "true" : "false");
 	if (r->arm_probe != NULL)
 		fprintf(f, "%s  \"arm_probe\": \"%s\",\n", ind, r->arm_probe);
 	fprintf(f, "%s  \"cpu_pct\": %.3f,\n", ind, r->cpu_pct);

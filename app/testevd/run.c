@@ -25,6 +25,8 @@
 
 #define DRAIN_LIMIT_NS (2ull * 1000 * 1000 * 1000)
 #define REMOTE_GRACE_S 30.0
+/* a remote sender whose link stayed down this long is gone: no END will come */
+#define PEER_GONE_NS 1000000000ull
 
 static uint64_t
 now_ns(void)
@@ -157,8 +159,13 @@ producer(void *arg)
 		 * (the source sets remote_done), or the deadline passes. */
 		end_all = now_ns() + (uint64_t)((r->o->duration_s + REMOTE_GRACE_S) * 1e9);
 		while (!__atomic_load_n(&r->remote_done, __ATOMIC_ACQUIRE) && now_ns() < end_all &&
-		       !testevd_stopping())
+		       !testevd_stopping()) {
+			uint64_t down = __atomic_load_n(&r->peer_down_ns, __ATOMIC_ACQUIRE);
+
+			if (down != 0 && now_ns() > down + PEER_GONE_NS)
+				break;
 			usleep(10000); /* 100 wakeups/s: its CPU is the receiver's too */
+		}
 	}
 	evd_loop_stop(r->loop); /* from a non-EAL thread, waking the loop if asleep */
 	return NULL;
@@ -442,6 +449,7 @@ run_pattern(const struct opts *o, const char *policy, struct result *res)
 	res->events_lost = r->sent > r->delivered ? r->sent - r->delivered : 0;
 	res->incomplete = r->kind->post == NULL && !__atomic_load_n(&r->remote_done,
 								     __ATOMIC_ACQUIRE);
+	res->link_lost = res->incomplete && __atomic_load_n(&r->peer_down_ns, __ATOMIC_ACQUIRE) != 0;
 	res->stopped = testevd_stopping() != 0;
 	res->lost_wakeups = st.lost_wakeups;
 	res->errors = st.errors;

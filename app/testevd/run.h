@@ -51,6 +51,9 @@ struct run {
 	uint32_t phase; /* atomic: index of the current phase */
 	uint64_t remote_total; /* remote sender: packets it sent */
 	int remote_done;       /* atomic: remote_total is known and all arrived */
+	/* atomic: CLOCK_MONOTONIC ns when the remote sender's link went down
+	 * (the source's link event, on the loop thread); 0: up */
+	uint64_t peer_down_ns;
 	int done;       /* atomic: monitor stops */
 	/* --timeline (monitor thread, then the caller after the join) */
 	struct evd_mode_event *tl_ev;

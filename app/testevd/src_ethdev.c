@@ -7,6 +7,7 @@
  */
 #include <poll.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <rte_cycles.h>
@@ -37,6 +38,7 @@ struct veth {
 	struct rte_eth_dev_tx_buffer *txb;
 	const char *arm_probe;
 	int removed;
+	struct run *run;
 };
 
 static void
@@ -47,9 +49,18 @@ on_port_event(struct evd_source *src, enum rte_eth_event_type type, void *arg)
 	if (type == RTE_ETH_EVENT_INTR_LSC) {
 		struct rte_eth_link link;
 
-		if (rte_eth_link_get_nowait(v->port, &link) == 0)
+		if (rte_eth_link_get_nowait(v->port, &link) == 0) {
+			struct timespec ts;
+			uint64_t now;
+
 			fprintf(stderr, "\ntestevd: %s: link %s\n", evd_source_name(src),
 				link.link_status ? "up" : "down");
+			/* down: the sender may be gone (run.c ends the run if it stays so) */
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+			__atomic_store_n(&v->run->peer_down_ns, link.link_status ? 0 : RTE_MAX(now, 1ull),
+					 __ATOMIC_RELEASE);
+		}
 	} else {
 		fprintf(stderr, "\ntestevd: %s: port removed\n", evd_source_name(src));
 		v->removed = 1;
@@ -154,6 +165,7 @@ veth_open(struct run *r)
 	if (v == NULL)
 		return -ENOMEM;
 	r->priv = v;
+	v->run = r;
 	v->port = r->o->port;
 	v->nq = r->o->queues;
 	conf.event_arg = v;

@@ -122,6 +122,7 @@ struct result {
 	uint64_t lost_wakeups;
 	uint64_t errors;    /* source failures reported by the loop or the source */
 	bool incomplete;    /* ethdev: the sender's END packet never arrived */
+	bool link_lost;     /* ...and the link was down when the run ended */
 	bool stopped;       /* SIGINT or SIGTERM ended the run early */
 	const char *arm_probe; /* ethdev --probe-arm: strict, inconclusive, ... */
 	uint64_t ring_full;
