@@ -28,8 +28,8 @@
 /* a remote sender whose link stayed down this long is gone: no END will come */
 #define PEER_GONE_NS 1000000000ull
 
-static uint64_t
-now_ns(void)
+uint64_t
+run_now_ns(void)
 {
 	struct timespec ts;
 
@@ -41,21 +41,21 @@ static void
 wait_until(struct run *r, uint64_t t)
 {
 	if (r->spin != NULL) { /* --echo: poll for returning packets meanwhile */
-		while (now_ns() < t && !testevd_stopping())
+		while (run_now_ns() < t && !testevd_stopping())
 			r->spin(r);
 		return;
 	}
 	/* Sleep through long gaps (so the producer leaves the loop's core
 	 * alone), 100 ms at most at a time (a stop signal goes to another
 	 * thread: this one sees the flag), spin the last stretch for accuracy. */
-	while (t > now_ns() + 200000 && !testevd_stopping()) {
-		uint64_t until = RTE_MIN(t - 100000, now_ns() + 100000000);
+	while (t > run_now_ns() + 200000 && !testevd_stopping()) {
+		uint64_t until = RTE_MIN(t - 100000, run_now_ns() + 100000000);
 		struct timespec ts = { .tv_sec = (time_t)(until / 1000000000ull),
 				       .tv_nsec = (long)(until % 1000000000ull) };
 
 		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
 	}
-	while (now_ns() < t && !testevd_stopping())
+	while (run_now_ns() < t && !testevd_stopping())
 		rte_pause();
 }
 
@@ -80,7 +80,7 @@ static void
 replay_trace(struct run *r)
 {
 	struct trace t;
-	uint64_t at = now_ns();
+	uint64_t at = run_now_ns();
 
 	if (trace_load(r->o->trace, r->o->seed, r->o->events, r->o->speedup, &t) < 0)
 		return; /* checked before the run: cannot fail here but for memory */
@@ -104,7 +104,7 @@ run_replay(struct run *r)
 
 	uint64_t rnd = r->o->seed * 0x9e3779b97f4a7c15ull + 1;
 	uint64_t total_ns = (uint64_t)(r->o->duration_s * 1e9);
-	uint64_t phase_start = now_ns();
+	uint64_t phase_start = run_now_ns();
 
 	for (unsigned int p = 0; p < r->pat->n_phases && !testevd_stopping(); p++) {
 		const struct phase *ph = &r->pat->phases[p];
@@ -117,7 +117,7 @@ run_replay(struct run *r)
 			wait_until(r, phase_end);
 			break;
 		case PHASE_SATURATE:
-			while (now_ns() < phase_end && !testevd_stopping())
+			while (run_now_ns() < phase_end && !testevd_stopping())
 				post_all(r, ph->burst);
 			break;
 		case PHASE_RATE: {
@@ -149,20 +149,20 @@ producer(void *arg)
 	if (r->kind->post != NULL) {
 		run_replay(r);
 		/* Drain: everything sent must arrive; give the loop a bounded time. */
-		end_all = now_ns() + DRAIN_LIMIT_NS;
+		end_all = run_now_ns() + DRAIN_LIMIT_NS;
 		while (__atomic_load_n(&r->delivered, __ATOMIC_RELAXED) <
 			       __atomic_load_n(&r->sent, __ATOMIC_RELAXED) &&
-		       now_ns() < end_all)
+		       run_now_ns() < end_all)
 			usleep(1000);
 	} else {
 		/* A remote sender plays the pattern; it says when it is done
 		 * (the source sets remote_done), or the deadline passes. */
-		end_all = now_ns() + (uint64_t)((r->o->duration_s + REMOTE_GRACE_S) * 1e9);
-		while (!__atomic_load_n(&r->remote_done, __ATOMIC_ACQUIRE) && now_ns() < end_all &&
+		end_all = run_now_ns() + (uint64_t)((r->o->duration_s + REMOTE_GRACE_S) * 1e9);
+		while (!__atomic_load_n(&r->remote_done, __ATOMIC_ACQUIRE) && run_now_ns() < end_all &&
 		       !testevd_stopping()) {
 			uint64_t down = __atomic_load_n(&r->peer_down_ns, __ATOMIC_ACQUIRE);
 
-			if (down != 0 && now_ns() > down + PEER_GONE_NS)
+			if (down != 0 && run_now_ns() > down + PEER_GONE_NS)
 				break;
 			usleep(10000); /* 100 wakeups/s: its CPU is the receiver's too */
 		}
@@ -229,7 +229,7 @@ timeline_sample(struct run *r)
 	if (!grow(&r->tl_s, &r->tl_scap, r->tl_sn + 1, 1024, sizeof(*r->tl_s)))
 		return;
 	evd_loop_stats_get(r->loop, &st);
-	r->tl_s[r->tl_sn++] = (struct tl_sample){ now_ns(), st.cpu_ns,
+	r->tl_s[r->tl_sn++] = (struct tl_sample){ run_now_ns(), st.cpu_ns,
 						   __atomic_load_n(&r->delivered, __ATOMIC_RELAXED) };
 }
 
@@ -285,7 +285,7 @@ monitor(void *arg)
 {
 	struct run *r = arg;
 	struct evd_loop_stats st, prev;
-	uint64_t t_prev = now_ns(), d_prev = 0;
+	uint64_t t_prev = run_now_ns(), d_prev = 0;
 
 	evd_loop_stats_get(r->loop, &prev);
 	timeline_sample(r);
@@ -297,7 +297,7 @@ monitor(void *arg)
 		timeline_sample(r);
 		if (!r->o->progress)
 			continue;
-		t = now_ns();
+		t = run_now_ns();
 		d = __atomic_load_n(&r->delivered, __ATOMIC_RELAXED);
 		evd_loop_stats_get(r->loop, &st);
 		dt = (double)(t - t_prev);
@@ -412,7 +412,7 @@ run_pattern(const struct opts *o, const char *policy, struct result *res)
 
 	pthread_attr_init(&attr);
 	place_off_loop_cpu(&attr);
-	t0 = now_ns();
+	t0 = run_now_ns();
 	if (pthread_create(&prod, &attr, producer, r) != 0) {
 		pthread_attr_destroy(&attr);
 		rc = -EAGAIN;
@@ -425,7 +425,7 @@ run_pattern(const struct opts *o, const char *policy, struct result *res)
 	rc = evd_loop_run(r->loop);
 	if (conf.on_idle != NULL)
 		r->kind->idle(r); /* what the last busy rounds batched */
-	t1 = now_ns();
+	t1 = run_now_ns();
 	pthread_join(prod, NULL);
 	if (have_mon) {
 		__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);

@@ -63,6 +63,8 @@ struct run {
 	size_t tl_sn, tl_scap;
 };
 
+/* CLOCK_MONOTONIC in ns (the producer's clock, and peer_down_ns's). */
+uint64_t run_now_ns(void);
 /* Loop thread: one event stamped `stamp` arrived at TSC `now`. */
 void run_delivered(struct run *r, uint64_t stamp, uint64_t now);
 /* Replay the pattern through r->kind->post, on the calling thread. */

@@ -7,7 +7,6 @@
  */
 #include <poll.h>
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <rte_cycles.h>
@@ -50,15 +49,11 @@ on_port_event(struct evd_source *src, enum rte_eth_event_type type, void *arg)
 		struct rte_eth_link link;
 
 		if (rte_eth_link_get_nowait(v->port, &link) == 0) {
-			struct timespec ts;
-			uint64_t now;
-
 			fprintf(stderr, "\ntestevd: %s: link %s\n", evd_source_name(src),
 				link.link_status ? "up" : "down");
 			/* down: the sender may be gone (run.c ends the run if it stays so) */
-			clock_gettime(CLOCK_MONOTONIC, &ts);
-			now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-			__atomic_store_n(&v->run->peer_down_ns, link.link_status ? 0 : RTE_MAX(now, 1ull),
+			__atomic_store_n(&v->run->peer_down_ns,
+					 link.link_status ? 0 : RTE_MAX(run_now_ns(), 1ull),
 					 __ATOMIC_RELEASE);
 		}
 	} else {
