@@ -285,7 +285,7 @@ remove_while_asleep(void *arg)
 }
 
 struct link_watch {
-	int lsc, other;    /* on_port_event calls: LSC, anything else */
+	uint64_t lsc, other; /* on_port_event calls: LSC, anything else */
 	pthread_t loop_th; /* the thread that steps the loop */
 	bool on_loop_th;   /* every call came on it */
 };
@@ -322,10 +322,10 @@ remove_lsc_sock(void)
 		unlink(lsc_sock);
 }
 
-/* The guest side of the vhost-user pair: a virtio-user port in this process. */
+/* The guest side of the vhost-user pair (on lsc_sock): a virtio-user port
+ * in this process. */
 struct peer {
 	struct evd_loop *loop;
-	char sock[108];
 	uint16_t port;
 	enum { PEER_CONNECT, PEER_SEND, PEER_DISCONNECT } what;
 };
@@ -335,7 +335,7 @@ peer_connect(struct peer *p)
 {
 	char args[160];
 
-	snprintf(args, sizeof(args), "path=%s,queues=1", p->sock);
+	snprintf(args, sizeof(args), "path=%s,queues=1", lsc_sock);
 	CHECK_EQ(rte_eal_hotplug_add("vdev", "net_virtio_user_lsc", args), 0);
 	CHECK_EQ(rte_eth_dev_get_port_by_name("net_virtio_user_lsc", &p->port), 0);
 	CHECK_EQ(port_start(p->port, false, false), 0);
@@ -384,7 +384,7 @@ peer_while_asleep(void *arg)
  * moves from @p before (a link event or a packet came). A hang guard, not a
  * timing check: 25 s, over two of the loop's 10 s sleep bounds. */
 static void
-while_asleep(struct peer *p, int what, const int *seen, int before)
+while_asleep(struct peer *p, int what, const uint64_t *seen, uint64_t before)
 {
 	uint64_t give_up = test_now_ns() + 25000000000ull;
 	struct timespec deadline;
@@ -405,18 +405,6 @@ while_asleep(struct peer *p, int what, const int *seen, int before)
 	CHECK_EQ(pthread_timedjoin_np(th, NULL, &deadline), 0);
 }
 
-struct link_counter {
-	int ours;
-};
-
-static void
-count_ours(struct evd_source *src, void *burst, uint16_t n, void *arg)
-{
-	struct counter c = { 0 };
-
-	on_pkts(src, burst, n, &c);
-	((struct link_counter *)arg)->ours += (int)c.ours;
-}
 
 /*
  * The host side of a vhost-user port (a vswitch, a storage target) with
@@ -432,7 +420,7 @@ test_vhost_link(void)
 	struct evd_loop_conf conf = { .name = "vhost", .policy = "intr", .max_sleep_us = 10000000 };
 	struct link_watch w = { .loop_th = pthread_self(), .on_loop_th = true };
 	struct evd_ethdev_conf ec = { .on_port_event = on_link, .event_arg = &w };
-	struct link_counter c = { 0 };
+	struct counter c = { 0 };
 	struct evd_ethdev_stats es;
 	struct evd_loop_stats st;
 	struct peer p = { 0 };
@@ -440,21 +428,20 @@ test_vhost_link(void)
 	char args[160];
 	uint16_t vport;
 
-	snprintf(p.sock, sizeof(p.sock), "/tmp/evd-lsc-%d.sock", (int)getpid());
-	snprintf(lsc_sock, sizeof(lsc_sock), "%s", p.sock);
-	unlink(p.sock);
+	snprintf(lsc_sock, sizeof(lsc_sock), "/tmp/evd-lsc-%d.sock", (int)getpid());
+	unlink(lsc_sock);
 	atexit(remove_lsc_sock);
-	snprintf(args, sizeof(args), "iface=%s,queues=1", p.sock);
+	snprintf(args, sizeof(args), "iface=%s,queues=1", lsc_sock);
 	CHECK_EQ(rte_eal_hotplug_add("vdev", "net_vhost_lsc", args), 0);
 	CHECK_EQ(rte_eth_dev_get_port_by_name("net_vhost_lsc", &vport), 0);
 	CHECK_EQ(port_start(vport, true, true), 0);
 	CHECK(!link_up(vport));
 	CHECK_EQ(evd_loop_create(&conf, &p.loop), 0);
-	CHECK_EQ(evd_ethdev_rxq_create(vport, 0, "vhost", &ec, count_ours, &c, &src), 0);
+	CHECK_EQ(evd_ethdev_rxq_create(vport, 0, "vhost", &ec, on_pkts, &c, &src), 0);
 	CHECK_EQ(evd_loop_add(p.loop, src), 0);
 
 	for (int round = 0; round < 2; round++) {
-		int lsc = w.lsc, ours = c.ours;
+		uint64_t lsc = w.lsc, ours = c.ours;
 		uint64_t timeouts;
 
 		while_asleep(&p, PEER_CONNECT, &w.lsc, lsc);
@@ -465,9 +452,9 @@ test_vhost_link(void)
 		for (int i = 0; i < 3; i++)
 			while_asleep(&p, PEER_SEND, &c.ours, ours + i);
 		CHECK_EQ(evd_loop_stats_get(p.loop, &st), 0);
-		printf("vhost round %d: link up after %d LSC, %d packets; sleep timeouts %" PRIu64
-		       " (%" PRIu64 " while packets came), lost wakeups %" PRIu64 ", errors %" PRIu64
-		       "\n", round, w.lsc, c.ours, st.sleep_timeouts, st.sleep_timeouts - timeouts,
+		printf("vhost round %d: link up after %" PRIu64 " LSC, %" PRIu64 " packets; sleep "
+		       "timeouts %" PRIu64 " (%" PRIu64 " while packets came), lost wakeups %" PRIu64
+		       ", errors %" PRIu64 "\n", round, w.lsc, c.ours, st.sleep_timeouts, st.sleep_timeouts - timeouts,
 		       st.lost_wakeups, st.errors);
 		/* the guest's packets woke the loop: no sleep ran to its bound */
 		CHECK_EQ(st.sleep_timeouts, timeouts);
@@ -478,8 +465,9 @@ test_vhost_link(void)
 	}
 	CHECK_EQ(evd_loop_stats_get(p.loop, &st), 0);
 	CHECK_EQ(evd_ethdev_rxq_stats_get(src, &es), 0);
-	printf("vhost: %d LSC events (%" PRIu64 " counted), %d packets, %" PRIu64 " sleeps, %" PRIu64
-	       " timeouts, %" PRIu64 " Rx interrupt errors, %" PRIu64 " source errors\n", w.lsc,
+	printf("vhost: %" PRIu64 " LSC events (%" PRIu64 " counted), %" PRIu64 " packets, %" PRIu64
+	       " sleeps, %" PRIu64 " timeouts, %" PRIu64 " Rx interrupt errors, %" PRIu64
+	       " source errors\n", w.lsc,
 	       es.link_events, c.ours, st.sleeps, st.sleep_timeouts, es.intr_errors, st.errors);
 	CHECK(w.lsc >= 4);
 	CHECK_EQ(w.other, 0);

@@ -103,13 +103,13 @@ static const struct evd_policy_ops intr_policy = {
  * max(0, L(g - t) - budget). The gaps go into a decayed histogram (two bins per octave,
  * 256 ns to about 3 s, halved every 4096 gaps); at 32 gaps and every 64
  * idle gaps (gaps with at least one empty round, counted from the first;
- * every 256 after the first 4096 gaps) it picks the spin
- * threshold T (a bin edge, 0 or "never") with the least expected
- * cost over that histogram, then polls while idle < T and sleeps after.
- * While the histogram is young (under 32 gaps) it uses the randomised
- * ski-rental threshold on [0, B + lambda L(10 us)], the price of a sleep
- * (e/(e-1)-competitive against that price). A busy period keeps
- * it polling by itself: its gaps are short, so T covers them. Gaps come in
+ * every 256 after the first 4096 gaps) it picks the spin threshold T (a
+ * bin edge, 0 or "never") with the least expected cost over that
+ * histogram, then polls while idle < T and sleeps after. While the
+ * histogram is young (under 32 gaps) it uses the randomised ski-rental
+ * threshold on [0, B + lambda L(10 us)], the price of a sleep
+ * (e/(e-1)-competitive against that price). A busy period keeps it
+ * polling by itself: its gaps are short, so T covers them. Gaps come in
  * runs (a burst, then a silence), so there is one histogram and one T per
  * context, the length of the previous gap (< 4 us, < 64 us, < 1 ms, more),
  * and in a loop of several sources the source whose completion began the
@@ -651,9 +651,9 @@ adaptive_source_events(void *st, uint64_t now, uint32_t id, uint32_t n)
  * loop had to decide; the threshold matters only there, and a saturated
  * loop, which has none, pays nothing; adaptive_decide counts them and
  * brings next_check forward), halving the histograms every 4096 gaps (the
- * decay). Every 4096 gaps alone was the
- * first schedule: short captures then ran on what 32 gaps had taught
- * (reddit x100: ratio 1.53, then 1.45 with 256). 64 early, with the young
+ * decay). Every 4096 gaps alone was the first schedule: short captures
+ * then ran on what 32 gaps had taught (reddit x100: ratio 1.53, then 1.45
+ * with 256). 64 early, with the young
  * price above: apt-download x100 1.343 -> 1.161 (bench/results/score.md);
  * later updates stay at 256: each is sums over every context's histogram. */
 static void __attribute__((noinline))

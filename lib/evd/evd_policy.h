@@ -20,8 +20,8 @@
  *   expected cost (CPU + lambda x wake latency) under this machine's
  *   measured sleep cost B and wake latency L(g); a randomised ski-rental
  *   threshold on [0, B + lambda L] (the price of a sleep) while the
- *   histogram is young; after a round that
- *   found a burst it spins at least B (busy-period lock-in); for periodic
+ *   histogram is young; after a round that found a burst it spins at
+ *   least B (busy-period lock-in); for periodic
  *   sources (followed per source), where it pays, it sleeps with a timeout
  *   that ends before the next expected arrival and polls through it
  *   (pre-wake). With a latency budget it prices only latency beyond the
@@ -118,7 +118,8 @@ struct evd_policy_param {
  * B is CPU and L is latency, measured as the loop pays them, by a run of
  * eventfd wakes (14, 14, 12 and 8 after sleeps of 10 us, 100 us, 1 ms and
  * 10 ms, the first 3 of each a warm-up): B on the sleeping thread's own
- * clock (CLOCK_THREAD_CPUTIME_ID), L on the wall clock. The sleeper is a thread pinned to the caller's CPU
+ * clock (CLOCK_THREAD_CPUTIME_ID), L on the wall clock. The sleeper is a
+ * thread pinned to the caller's CPU
  * (the caller's affinity is not changed), the producer a busy thread on
  * the other CPUs: placed on purpose, also under EAL, where a helper would
  * inherit the main lcore's pin and measure same-CPU wakes. Where there is
