@@ -673,6 +673,75 @@ test_adaptive_per_source_contexts(void)
 }
 
 
+/* Two independent periodic sources, A every PA and B every PB (sqrt 2
+ * times PA apart in bins, so their phases drift). After A's completion the
+ * next arrival is sometimes B within u/4 (u = B + L(10 us), the price of
+ * a sleep), far more often nothing for over 4 u; what tells them apart is
+ * how long B has been silent, which no context of the loop's gaps holds
+ * (the previous gap, the source that began the gap). The superposition of
+ * the sources' own gaps does: the policy spins through the short gaps
+ * (polls at half of them) and sleeps early in the long ones. Without it
+ * the context rule sleeps in both (short gaps are 1 in 40). The periods
+ * sit just under a bin's upper edge (the own-gap histograms have two bins
+ * per octave; within a bin a gap's place is taken as even). */
+static void
+test_adaptive_superposition(void)
+{
+	const struct evd_policy_env *env = evd_policy_env_get();
+	const double u = (double)env->sleep_wake_ns + (double)env->wake_ns[0];
+	double edge = 256.0, below = 256.0;
+	uint64_t pa, pb, ta, tb, now = 1000000000ull, arg;
+	unsigned int short_n = 0, short_polled = 0, long_n = 0, long_slept = 0;
+	struct evd_policy *p;
+
+	while (edge < 10 * u) { /* the bin edge above 10 u, and the one below it */
+		below = edge;
+		edge *= 1.4142135623730951;
+	}
+	pb = (uint64_t)(0.98 * edge);
+	pa = (uint64_t)(0.98 * below);
+	ta = now + pa;
+	tb = now + pb / 3;
+	CHECK_EQ(evd_policy_create("adaptive", &p), 0);
+	for (int i = 0; i < 60000; i++) {
+		bool a_next = ta <= tb;
+		uint64_t t = a_next ? ta : tb, g = t - now;
+		struct evd_policy_input in = { .now_ns = now + 100, .idle_ns = 100, .idle_rounds = 1 };
+
+		CHECK(evd_policy_decide(p, &in, &arg) >= 0); /* the gap's first empty round */
+		if (i >= 20000) { /* learned: how does it treat this gap? */
+			if (g < u / 4 && g > 200) {
+				struct evd_policy_input half = { .now_ns = now + g / 2, .idle_ns = g / 2,
+								 .idle_rounds = 2 };
+
+				short_n++;
+				short_polled += evd_policy_decide(p, &half, &arg) == EVD_ACTION_POLL;
+			} else if (g > 4 * u) {
+				struct evd_policy_input early = { .now_ns = now + (uint64_t)u / 2,
+								  .idle_ns = (uint64_t)u / 2,
+								  .idle_rounds = 2 };
+
+				long_n++;
+				long_slept += evd_policy_decide(p, &early, &arg) == EVD_ACTION_SLEEP;
+			}
+		}
+		now = t;
+		evd_policy_source_events(p, now, a_next ? 1 : 2, 1);
+		evd_policy_events(p, now, 1);
+		if (a_next)
+			ta += pa;
+		else
+			tb += pb;
+	}
+	evd_policy_destroy(p);
+	printf("    superposition (PA %.1f us, PB %.1f us, u %.1f us): polled through %u of %u "
+	       "short gaps, slept early in %u of %u long ones\n", pa / 1e3, pb / 1e3, u / 1e3,
+	       short_polled, short_n, long_slept, long_n);
+	CHECK(short_n >= 100);
+	CHECK(short_polled >= short_n * 9 / 10);
+	CHECK(long_slept >= long_n * 9 / 10);
+}
+
 /* ---- the latency budget and naps ---- */
 
 /* A budget (ns) that leaves room for naps on this machine (evd_test.h). */
@@ -949,6 +1018,7 @@ main(void)
 	TEST(test_adaptive_decisions);
 	TEST(test_adaptive_learns);
 	TEST(test_adaptive_young);
+	TEST(test_adaptive_superposition);
 	TEST(test_adaptive_prewake);
 	TEST(test_adaptive_prewake_per_source);
 	TEST(test_adaptive_per_source_contexts);

@@ -211,6 +211,20 @@ struct adaptive {
 	uint32_t n_ctx_used;          /* contexts in use: GAP_CONTEXTS x (highest slot + 1) */
 	uint32_t pw_active;           /* slots with a pre-wake set */
 	struct pw_slot pw[PW_SLOTS];  /* per source (slot 0 only: the loop as one source) */
+	/* superposition (loops of several sources): each source's own gaps,
+	 * from one round that served it to the next, decayed with the rest;
+	 * at each update their survival P(own gap >= edge k); per slot that
+	 * began a gap, the cost each rule's threshold would have had on the
+	 * idle gaps it began (0: the context's, 1: the superposition's) */
+	double hs[PW_SLOTS][GAP_BINS];
+	uint32_t hs_n[PW_SLOTS];      /* own gaps, counted up to YOUNG */
+	double surv[PW_SLOTS][GAP_BINS + 1];
+	uint32_t sup_mask;            /* slots in the superposition (at least 2, else 0) */
+	double rule_cost[PW_SLOTS][2];
+	uint64_t gap_t[2];            /* the gap under way: both rules' thresholds... */
+	uint32_t gap_slot;            /* ...the slot that began it... */
+	bool gap_scored;              /* ...and whether it was idle (both are scored) */
+	uint64_t sup_gaps;            /* idle gaps on the superposition's threshold */
 	/* cost[j][i]: the cost of threshold j (edge j; 0: sleep at once; GAP_BINS:
 	 * never) for a gap in bin i; computed once, so an update is sums only */
 	double cost[GAP_BINS + 1][GAP_BINS];
@@ -320,6 +334,131 @@ best_threshold(const struct adaptive *a, const double *w)
 	return RTE_MIN(best_t, a->cap_ns);
 }
 
+/* P(gap >= y) for one source's own gaps, from its survival table (each
+ * bin's weight spread evenly over the bin; the last bin is open). */
+static double
+surv_at(const struct adaptive *a, const double *sv, uint64_t y)
+{
+	int k = gap_bin(y);
+	double lo, hi;
+
+	if (k == GAP_BINS - 1)
+		return sv[k];
+	lo = (double)a->t_ns[k]; /* t_ns[0] is 0: bin 0 starts there */
+	hi = (double)a->t_ns[k + 1];
+	return sv[k] - (sv[k] - sv[k + 1]) * ((double)y - lo) / (hi - lo);
+}
+
+/* The superposition: the loop's gap begun at @p start, when its sources
+ * are independent, lasts past x with the product over the sources of the
+ * chance that each stays silent past its age + x, given that it has been
+ * silent for its age (a source already past all the gaps it has shown is
+ * left out: nothing is known of when it comes). Those chances, per bin of
+ * the loop's gap, go through the cost table like a histogram. */
+static uint64_t
+sup_threshold(const struct adaptive *a, uint64_t start)
+{
+	double p[GAP_BINS], s0[PW_SLOTS], s_prev = 1.0;
+	uint64_t age[PW_SLOTS];
+	uint32_t in = 0;
+
+	for (int s = 0; s < PW_SLOTS; s++)
+		if (a->sup_mask & (1u << s)) {
+			age[s] = start > a->pw[s].last_ns ? start - a->pw[s].last_ns : 0;
+			s0[s] = surv_at(a, a->surv[s], age[s]);
+			if (s0[s] > 1e-9)
+				in |= 1u << s;
+		}
+	for (int i = 0; i < GAP_BINS - 1; i++) {
+		double sx = 1.0;
+
+		for (int s = 0; s < PW_SLOTS; s++)
+			if (in & (1u << s))
+				sx *= surv_at(a, a->surv[s], age[s] + a->t_ns[i + 1]) / s0[s];
+		/* what is left in a bin after rounding is dropped */
+		p[i] = s_prev - sx > 1e-6 ? s_prev - sx : 0;
+		s_prev = sx;
+	}
+	p[GAP_BINS - 1] = s_prev;
+	return best_threshold(a, p);
+}
+
+/* At an update: the survival tables of the sources' own gaps, and which
+ * sources the superposition takes: every source followed (a slot with
+ * an id) once each has YOUNG gaps of its own, and at least two of them;
+ * none while any is young, whose silence would be taken for nothing
+ * coming. Then, if @p decay, age the own-gap histograms and the rules'
+ * costs. */
+static void
+sup_learn(struct adaptive *a, bool decay)
+{
+	uint32_t mask = 0;
+	bool young = false;
+
+	for (int s = 0; s < PW_SLOTS; s++) {
+		double acc = 0, tot = 0;
+
+		if (a->per_source && a->pw[s].used && a->pw[s].id != UINT32_MAX) {
+			if (a->hs_n[s] < YOUNG) {
+				young = true;
+			} else {
+				for (int i = 0; i < GAP_BINS; i++)
+					tot += a->hs[s][i];
+				a->surv[s][GAP_BINS] = 0;
+				for (int i = GAP_BINS - 1; i >= 0; i--) {
+					acc += a->hs[s][i];
+					a->surv[s][i] = acc / tot;
+				}
+				mask |= 1u << s;
+			}
+		}
+		for (int i = 0; decay && i < GAP_BINS; i++)
+			a->hs[s][i] *= 0.5;
+		if (decay) {
+			a->rule_cost[s][0] *= 0.5;
+			a->rule_cost[s][1] *= 0.5;
+		}
+	}
+	a->sup_mask = !young && __builtin_popcount(mask) >= 2 ? mask : 0;
+	if (a->sup_mask != 0)
+		EVD_LOG(DEBUG, "policy adaptive: superposition of %d sources (slots 0x%x); %" PRIu64
+			" idle gaps on its threshold so far", __builtin_popcount(a->sup_mask),
+			a->sup_mask, a->sup_gaps);
+}
+
+/* What a threshold cost on a gap that turned out to be @p g long. */
+static double
+gap_cost(const struct adaptive *a, uint64_t g, uint64_t t)
+{
+	if (g <= t)
+		return (double)g;
+	return (double)t + (double)a->env->sleep_wake_ns +
+	       a->lambda * priced(a, evd_policy_env_wake_ns(a->env, g - t));
+}
+
+/* The first empty round of a gap, in a loop of several sources: both rules
+ * give a threshold, the context's (learned on the loop's gaps that began
+ * after this source) and the superposition's (the sources' own gaps and
+ * how long each has been silent). Each is charged what it would have cost
+ * on the gap once it ends (adaptive_events), per source that began the
+ * gap, and the one that cost less so far decides: the context's where the
+ * sources depend on each other (a request, then its completion), the
+ * superposition's where they do not. */
+static void
+sup_choose(struct adaptive *a)
+{
+	uint32_t s = a->slot_ctx / GAP_CONTEXTS;
+
+	a->gap_t[0] = a->threshold_ns;
+	a->gap_t[1] = sup_threshold(a, a->last_event_ns);
+	a->gap_slot = s;
+	a->gap_scored = true;
+	if (a->rule_cost[s][1] < a->rule_cost[s][0]) {
+		a->threshold_ns = a->gap_t[1];
+		a->sup_gaps++;
+	}
+}
+
 /* Per context, from its own histogram once it has enough weight, else from
  * all contexts together. Then, if @p decay, age the histograms (halving
  * every 4096 gaps is the decay). */
@@ -337,6 +476,7 @@ learn_threshold(struct adaptive *a, bool decay)
 		for (int i = 0; decay && i < GAP_BINS; i++)
 			a->w[c][i] *= 0.5;
 	}
+	sup_learn(a, decay);
 	EVD_LOG(DEBUG, "policy adaptive: %" PRIu64 " gaps; spin thresholds per context "
 		"(previous gap < 4 us, < 64 us, < 1 ms, longer; slot 0): %" PRId64 " %" PRId64 " %" PRId64
 		" %" PRId64 " ns (-1: never sleep)", a->samples,
@@ -486,6 +626,8 @@ adaptive_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
 		}
 	}
 	a->napping = false;
+	if (in->idle_rounds == 1 && a->sup_mask != 0)
+		sup_choose(a);
 	if (in->idle_ns < a->threshold_ns ||
 	    (a->lock_in && a->lock_in_pays && in->idle_ns < a->env->sleep_wake_ns))
 		return EVD_ACTION_POLL;
@@ -550,7 +692,7 @@ static struct pw_slot *
 pw_slot_of(struct adaptive *a, uint32_t id)
 {
 	struct pw_slot *oldest = NULL;
-	uint32_t c0;
+	uint32_t c0, slot;
 
 	for (int i = 0; i < PW_SLOTS; i++) {
 		struct pw_slot *sl = &a->pw[i];
@@ -564,7 +706,12 @@ pw_slot_of(struct adaptive *a, uint32_t id)
 	memset(oldest, 0, sizeof(*oldest));
 	oldest->used = true;
 	oldest->id = id;
-	c0 = GAP_CONTEXTS * (uint32_t)(oldest - a->pw);
+	slot = (uint32_t)(oldest - a->pw);
+	memset(a->hs[slot], 0, sizeof(a->hs[slot]));
+	a->hs_n[slot] = 0;
+	a->rule_cost[slot][0] = a->rule_cost[slot][1] = 0;
+	a->sup_mask = 0; /* a young source: none until it has its gaps (sup_learn) */
+	c0 = GAP_CONTEXTS * slot;
 	memset(a->w[c0], 0, GAP_CONTEXTS * sizeof(a->w[0]));
 	memset(&a->n_ctx[c0], 0, GAP_CONTEXTS * sizeof(a->n_ctx[0]));
 	for (uint32_t c = c0; c < c0 + GAP_CONTEXTS; c++)
@@ -636,6 +783,13 @@ adaptive_source_events(void *st, uint64_t now, uint32_t id, uint32_t n)
 		return;
 	a->per_source = true;
 	sl = pw_slot_of(a, id);
+	if (sl->last_ns != 0 && now >= sl->last_ns) { /* its own gap (superposition) */
+		uint32_t s = (uint32_t)(sl - a->pw);
+
+		a->hs[s][gap_bin(now - sl->last_ns)] += 1.0;
+		if (a->hs_n[s] < YOUNG)
+			a->hs_n[s]++;
+	}
 	/* the gap that ends at the next completion is learned in this
 	 * source's contexts (a round that served several: the last one) */
 	a->slot_ctx = GAP_CONTEXTS * (uint32_t)(sl - a->pw);
@@ -695,6 +849,11 @@ adaptive_events(void *st, uint64_t now, uint32_t n)
 		uint64_t g = now - a->last_event_ns;
 
 		a->last_gap_ns = g;
+		if (unlikely(a->gap_scored)) { /* both rules, on the gap they saw begin */
+			a->rule_cost[a->gap_slot][0] += gap_cost(a, g, a->gap_t[0]);
+			a->rule_cost[a->gap_slot][1] += gap_cost(a, g, a->gap_t[1]);
+			a->gap_scored = false;
+		}
 		a->w[a->ctx][gap_bin(g)] += 1.0;
 		if (a->n_ctx[a->ctx] < YOUNG)
 			a->n_ctx[a->ctx]++; /* only "young or not" matters */
