@@ -171,8 +171,11 @@ expo(uint64_t *s, double mean)
 }
 
 struct gen_args {
-	double rate, on_ms, off_ms, alpha, mean_us, period_us, jitter_us;
+	double rate, on_ms, off_ms, alpha, mean_us, period_us, jitter_us, sources;
 };
+
+#define GEN_SOURCES_MAX 8
+#define GEN_PERIOD_STEP 0.41 /* periodic, sources=N: source k's period is P (1 + 0.41 k) */
 
 static int
 gen_param(const char *name, char *params, struct gen_args *a)
@@ -206,6 +209,8 @@ gen_param(const char *name, char *params, struct gen_args *a)
 			dst = &a->period_us;
 		else if (strcmp(item, "jitter_us") == 0)
 			dst = &a->jitter_us;
+		else if (strcmp(item, "sources") == 0)
+			dst = &a->sources;
 		if (dst == NULL) {
 			fprintf(stderr, "trace generator %s: unknown key '%s'\n", name, item);
 			return -EINVAL;
@@ -253,6 +258,38 @@ gen_one(const char *kind, const struct gen_args *a, uint64_t *rnd, double *phase
 	return (uint64_t)fmax(0, a->period_us * 1e3 + (uniform(rnd) * 2 - 1) * a->jitter_us * 1e3);
 }
 
+/* periodic:sources=N: N periodic sources, independent, source k (id k + 1)
+ * every P (1 + 0.41 k) with its own jitter and a random phase: the loop's
+ * gaps depend on how long each source has been silent (the superposition
+ * adaptive learns in loops of several sources, doc/guides/policies.md). */
+static int
+generate_sources(const struct gen_args *a, uint64_t *rnd, size_t events, struct trace *t)
+{
+	double base[GEN_SOURCES_MAX], next[GEN_SOURCES_MAX], period[GEN_SOURCES_MAX], last = 0;
+	const int n = (int)a->sources;
+	size_t cap = 0;
+	int rc = 0;
+
+	for (int k = 0; k < n; k++) {
+		period[k] = a->period_us * 1e3 * (1 + GEN_PERIOD_STEP * k);
+		base[k] = uniform(rnd) * period[k];
+		next[k] = base[k];
+	}
+	for (size_t i = 0; i < events && rc == 0; i++) {
+		int k = 0;
+
+		for (int j = 1; j < n; j++)
+			if (next[j] < next[k])
+				k = j;
+		rc = push(t, &cap, (uint64_t)fmax(0, next[k] - last), (uint32_t)k + 1);
+		last = fmax(last, next[k]);
+		/* jitter around the source's own schedule, not its last arrival */
+		base[k] += period[k];
+		next[k] = base[k] + (uniform(rnd) * 2 - 1) * a->jitter_us * 1e3;
+	}
+	return rc;
+}
+
 static int
 generate(const char *spec, uint64_t seed, size_t events, struct trace *t)
 {
@@ -278,8 +315,25 @@ generate(const char *spec, uint64_t seed, size_t events, struct trace *t)
 		fprintf(stderr, "trace generator pareto: alpha must be above 1\n");
 		return -EINVAL;
 	}
+	if (a.sources != 0 && (strcmp(buf, "periodic") != 0 || a.sources != floor(a.sources) ||
+			       a.sources > GEN_SOURCES_MAX)) {
+		fprintf(stderr, "trace generator %s: sources=N is for periodic, N a whole number "
+			"from 1 to %d\n", buf, GEN_SOURCES_MAX);
+		return -EINVAL;
+	}
+	if (a.sources > 1 && a.jitter_us * 2 >= a.period_us) {
+		fprintf(stderr, "trace generator periodic: with sources=N, jitter_us must be under "
+			"half of period_us (each source's arrivals stay in order)\n");
+		return -EINVAL;
+	}
 	memset(t, 0, sizeof(*t));
 	snprintf(t->name, sizeof(t->name), "%s", spec);
+	if (a.sources > 1) {
+		rc = generate_sources(&a, &rnd, events, t);
+		if (rc < 0)
+			trace_free(t);
+		return rc;
+	}
 	for (size_t i = 0; i < events && rc == 0; i++) {
 		uint64_t g;
 

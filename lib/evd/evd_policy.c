@@ -113,7 +113,11 @@ static const struct evd_policy_ops intr_policy = {
  * runs (a burst, then a silence), so there is one histogram and one T per
  * context, the length of the previous gap (< 4 us, < 64 us, < 1 ms, more),
  * and in a loop of several sources the source whose completion began the
- * gap (the pre-wake slot it has: up to 8).
+ * gap (the pre-wake slot it has: up to 8). In such a loop each source's own
+ * gaps are learned too, and at each idle gap their superposition (the
+ * chance that every source stays silent past its age + x) gives a second
+ * threshold; each rule is charged what it would have cost on the gap, and
+ * the cheaper so far decides (sup_choose).
  * Busy-period lock-in: after a round that found a burst, spin at least B.
  *
  * Pre-wake: the long gaps (over PW_MIN_NS) also feed a running mean and mean

@@ -20,7 +20,9 @@
  *   expected cost (CPU + lambda x wake latency) under this machine's
  *   measured sleep cost B and wake latency L(g); a randomised ski-rental
  *   threshold on [0, B + lambda L] (the price of a sleep) while the
- *   histogram is young; after a round that found a burst it spins at
+ *   histogram is young; in a loop of several sources also the
+ *   superposition of each source's own gaps (how long each has been
+ *   silent), where it has cost less than the contexts; after a round that found a burst it spins at
  *   least B (busy-period lock-in); for periodic
  *   sources (followed per source), where it pays, it sleeps with a timeout
  *   that ends before the next expected arrival and polls through it
