@@ -22,6 +22,7 @@
 #include <evd_policy.h>
 
 #include "testevd.h"
+#include "trace.h"
 
 static const struct mode *const modes[] = { &mode_demo, &mode_compare, &mode_send, &mode_raw,
 					    &mode_score };
@@ -139,6 +140,7 @@ main(int argc, char **argv)
 						"--in-memory", "--file-prefix", "--no-shconf",
 						"--single-file-segments", "--legacy-mem", NULL };
 	static const char *const pci_opts[] = { "--no-pci", "-a", "--allow", "-b", "--block", NULL };
+	struct trace trace;
 	struct opts o = {
 		.source = "ring",
 		.semantics = "strict",
@@ -228,6 +230,13 @@ main(int argc, char **argv)
 		fclose(f);
 	}
 
+	/* a trace that cannot be read or made is bad input: say so now, not
+	 * after an empty run */
+	if (o.trace != NULL) {
+		if (trace_load(o.trace, o.seed, o.events, o.speedup, &trace) < 0)
+			return EXIT_USAGE;
+		o.trace_data = &trace;
+	}
 	atexit(remove_runtime_dir);
 	rc = rte_eal_init(eal_argc, eal_argv);
 	if (rc < 0) {
@@ -245,5 +254,7 @@ main(int argc, char **argv)
 	}
 	rc = modes[o.score ? 4 : o.raw_epoll ? 3 : o.send ? 2 : o.compare ? 1 : 0]->run(&o);
 	rte_eal_cleanup();
+	if (o.trace_data != NULL)
+		trace_free(&trace);
 	return rc;
 }

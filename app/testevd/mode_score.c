@@ -412,7 +412,7 @@ score_mode(const struct opts *o)
 	const char *list[RTE_DIM(all) + 1];
 	size_t n = 0;
 	struct score *s;
-	struct trace t;
+	const struct trace *t;
 	FILE *jf = NULL;
 	struct hindsight h = { 0 };
 	char buf[HS_GAPS][32];
@@ -432,14 +432,10 @@ score_mode(const struct opts *o)
 	if (s == NULL)
 		return EXIT_RUNTIME;
 	budget_ns = (double)o->budget_us * 1000;
-	rc = trace_load(o->trace, o->seed, o->events, o->speedup, &t);
-	if (rc < 0) {
-		free(s);
-		return EXIT_USAGE;
-	}
+	t = o->trace_data; /* loaded and checked before the run (main) */
 	calibrate();
 	printf("testevd: scoring on %s (%zu arrivals); B %.1f us, L(10us..10ms) %.1f %.1f %.1f %.1f us, "
-	       "lambda %g%s\n", t.name, t.n, b_ns / 1e3, env->wake_ns[0] / 1e3, env->wake_ns[1] / 1e3,
+	       "lambda %g%s\n", t->name, t->n, b_ns / 1e3, env->wake_ns[0] / 1e3, env->wake_ns[1] / 1e3,
 	       env->wake_ns[2] / 1e3, env->wake_ns[3] / 1e3, o->lambda,
 	       o->budget_us != 0 ? " beyond the latency budget" : "");
 	if (o->budget_us != 0)
@@ -451,10 +447,9 @@ score_mode(const struct opts *o)
 	printf("\n  %-34s %9s %8s %10s %10s %10s %9s\n", "policy", "ratio", "cpu %", "p50 us",
 	       "p99 us", "p99.9 us", "switches");
 	for (size_t i = 0; i < n; i++) {
-		rc = simulate(list[i], &t, o->lambda, &s[i]);
+		rc = simulate(list[i], t, o->lambda, &s[i]);
 		if (rc < 0) {
 			fprintf(stderr, "testevd: policy %s: %s\n", list[i], strerror(-rc));
-			trace_free(&t);
 			free(s);
 			return EXIT_USAGE;
 		}
@@ -463,7 +458,7 @@ score_mode(const struct opts *o)
 		       (double)hist_pct(&s[i].lat, 0.5) / 1e3, (double)hist_pct(&s[i].lat, 0.99) / 1e3,
 		       (double)hist_pct(&s[i].lat, 0.999) / 1e3, s[i].switches);
 	}
-	rc = hindsight(&t, o->lambda, s[0].oracle_cost, &h);
+	rc = hindsight(t, o->lambda, s[0].oracle_cost, &h);
 	if (rc < 0) {
 		fprintf(stderr, "testevd: hindsight: %s\n", strerror(-rc));
 	} else {
@@ -485,7 +480,7 @@ score_mode(const struct opts *o)
 		} else {
 			fprintf(jf, "[\n");
 			for (size_t i = 0; i < n; i++)
-				score_json(jf, &s[i], t.name, &h, i + 1 == n);
+				score_json(jf, &s[i], t->name, &h, i + 1 == n);
 			fprintf(jf, "]\n");
 			if (jf != stdout)
 				fclose(jf);
@@ -496,7 +491,6 @@ score_mode(const struct opts *o)
 		if (rc < 0)
 			fprintf(stderr, "testevd: --timeline %s: %s\n", o->timeline, strerror(-rc));
 	}
-	trace_free(&t);
 	free(s);
 	return rc < 0 ? EXIT_RUNTIME : 0;
 }

@@ -75,21 +75,20 @@ post_all(struct run *r, uint32_t n)
 	__atomic_fetch_add(&r->sent, n, __ATOMIC_RELAXED);
 }
 
-/* Replay an arrival trace in real time: one post per arrival. */
+/* Replay an arrival trace in real time: one post per arrival, to the
+ * source of its id (r->post_id; the ring has one ring per id). */
 static void
 replay_trace(struct run *r)
 {
-	struct trace t;
+	const struct trace *t = r->o->trace_data;
 	uint64_t at = run_now_ns();
 
-	if (trace_load(r->o->trace, r->o->seed, r->o->events, r->o->speedup, &t) < 0)
-		return; /* checked before the run: cannot fail here but for memory */
-	for (size_t i = 0; i < t.n && !testevd_stopping(); i++) {
-		at += t.gap_ns[i];
+	for (size_t i = 0; i < t->n && !testevd_stopping(); i++) {
+		at += t->gap_ns[i];
 		wait_until(r, at);
+		r->post_id = t->source[i];
 		post_all(r, 1);
 	}
-	trace_free(&t);
 }
 
 /* Replay the pattern (or --trace) through r->kind->post (producer thread,

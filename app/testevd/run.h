@@ -38,6 +38,7 @@ struct run {
 	const struct pattern *pat;
 	const struct source_kind *kind;
 	void *priv; /* the source kind's */
+	uint32_t post_id; /* producer: the trace's source id of what post() sends (0: none) */
 	/* Non-NULL (--echo): called instead of sleeping or pausing between
 	 * arrivals, on the replaying thread. */
 	void (*spin)(struct run *r);

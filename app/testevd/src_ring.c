@@ -1,13 +1,26 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* --source ring: the software event ring, posted by the producer thread. */
+/* --source ring: the software event ring, posted by the producer thread;
+ * a --trace with source ids gets one ring per id, so the loop has that
+ * many sources. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <rte_cycles.h>
 #include <rte_pause.h>
 
 #include "run.h"
+#include "trace.h"
 
 #define RING_SIZE 16384
+#define RINGS_MAX 8
+
+struct rings {
+	uint32_t n;
+	uint32_t id[RINGS_MAX];
+	struct evd_source *ring[RINGS_MAX];
+};
 
 static void
 consume(struct evd_source *src, void *burst, uint16_t n, void *arg)
@@ -20,33 +33,88 @@ consume(struct evd_source *src, void *burst, uint16_t n, void *arg)
 		run_delivered(arg, ev[i].stamp, now);
 }
 
+/* The trace's source ids, in order of first arrival (none: one ring). */
+static int
+trace_ids(const struct trace *t, struct rings *rs)
+{
+	rs->n = 1;
+	rs->id[0] = t != NULL && t->n > 0 ? t->source[0] : 0;
+	for (size_t i = 0; t != NULL && i < t->n; i++) {
+		uint32_t k = 0;
+
+		while (k < rs->n && rs->id[k] != t->source[i])
+			k++;
+		if (k < rs->n)
+			continue;
+		if (rs->n == RINGS_MAX) {
+			fprintf(stderr, "trace %s: more than %d source ids; the ring source replays "
+				"up to %d (one ring each)\n", t->name, RINGS_MAX, RINGS_MAX);
+			return -EINVAL;
+		}
+		rs->id[rs->n++] = t->source[i];
+	}
+	return 0;
+}
+
+static void
+rings_close(struct run *r, struct rings *rs)
+{
+	for (uint32_t k = 0; k < rs->n; k++)
+		if (rs->ring[k] != NULL) {
+			evd_loop_remove(r->loop, rs->ring[k]);
+			evd_source_destroy(rs->ring[k]);
+		}
+	free(rs);
+}
+
 static int
 ring_open(struct run *r)
 {
-	struct evd_source *ring;
-	int rc = evd_ring_create("events", RING_SIZE, consume, r, &ring);
+	struct rings *rs = calloc(1, sizeof(*rs));
+	int rc;
 
-	if (rc < 0)
-		return rc;
-	rc = evd_loop_add(r->loop, ring);
+	if (rs == NULL)
+		return -ENOMEM;
+	rc = trace_ids(r->o->trace_data, rs);
+	for (uint32_t k = 0; rc == 0 && k < rs->n; k++) {
+		char name[32];
+
+		if (rs->n == 1)
+			snprintf(name, sizeof(name), "events");
+		else
+			snprintf(name, sizeof(name), "events-%" PRIu32, rs->id[k]);
+		rc = evd_ring_create(name, RING_SIZE, consume, r, &rs->ring[k]);
+		if (rc == 0) {
+			rc = evd_loop_add(r->loop, rs->ring[k]);
+			if (rc < 0) {
+				evd_source_destroy(rs->ring[k]);
+				rs->ring[k] = NULL;
+			}
+		}
+	}
 	if (rc < 0) {
-		evd_source_destroy(ring);
+		rings_close(r, rs);
 		return rc;
 	}
-	r->priv = ring;
+	r->priv = rs;
 	return 0;
 }
 
 static void
 ring_post(struct run *r, uint32_t n, uint64_t stamp)
 {
+	struct rings *rs = r->priv;
 	struct evd_event ev[64];
+	struct evd_source *ring = rs->ring[0];
 
+	for (uint32_t k = 1; k < rs->n; k++)
+		if (rs->id[k] == r->post_id)
+			ring = rs->ring[k];
 	memset(ev, 0, sizeof(ev));
 	for (uint32_t i = 0; i < RTE_DIM(ev); i++)
 		ev[i].stamp = stamp;
 	while (n > 0) {
-		int rc = evd_ring_post_burst(r->priv, ev, RTE_MIN(n, (uint32_t)RTE_DIM(ev)));
+		int rc = evd_ring_post_burst(ring, ev, RTE_MIN(n, (uint32_t)RTE_DIM(ev)));
 
 		if (rc < 0) { /* -ENOBUFS (counted by the ring): retry, never drop */
 			rte_pause();
@@ -59,12 +127,14 @@ ring_post(struct run *r, uint32_t n, uint64_t stamp)
 static void
 ring_close(struct run *r, struct result *res)
 {
+	struct rings *rs = r->priv;
 	struct evd_source_stats ss;
 
-	if (evd_source_stats_get(r->priv, &ss) == 0)
-		res->ring_full = ss.full;
-	evd_loop_remove(r->loop, r->priv);
-	evd_source_destroy(r->priv);
+	for (uint32_t k = 0; k < rs->n; k++)
+		if (evd_source_stats_get(rs->ring[k], &ss) == 0)
+			res->ring_full += ss.full;
+	rings_close(r, rs);
+	r->priv = NULL;
 }
 
 const struct source_kind source_ring = {

@@ -27,6 +27,8 @@ testevd_xorshift(uint64_t *s)
 /* testevd_parse_opts(): 0, EXIT_USAGE (message printed), or this. */
 #define TESTEVD_HELP_SHOWN (-1)
 
+struct trace;
+
 struct opts {
 	const char *source;    /* ring, verbs-emu, verbs */
 	const char *semantics; /* verbs-emu: strict, considerate */
@@ -41,6 +43,7 @@ struct opts {
 	bool raw_epoll;        /* --raw-epoll: the l3fwd-power style baseline */
 	bool score;            /* --score: replay --trace in virtual time against the oracle */
 	const char *trace;     /* --trace FILE|GENERATOR */
+	const struct trace *trace_data; /* --trace, loaded (and checked) before EAL starts */
 	double speedup;        /* --speedup X */
 	const char *timeline;  /* --timeline FILE: --score's timeline as CSV */
 	const char *calibration;      /* --calibration FILE: B and L instead of measuring */

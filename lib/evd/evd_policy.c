@@ -145,7 +145,8 @@ static const struct evd_policy_ops intr_policy = {
  * budget: added latency up to it is free; with room for them, naps),
  * spin_max_us (a cap on T: the longest the core stays busy after the last
  * completion), nap (0 turns naps off; default 1), prewake (0 turns pre-wake
- * off; default 1), guard_us (while the last completion is under a second
+ * off; default 1), superpose (0: in loops of several sources, the context
+ * rule alone; default 1), guard_us (while the last completion is under a second
  * old, bound every sleep at this; default 0: off), learn=0 (the first
  * version: spin B, pause, sleep), spin_pct and pause_ns (for learn=0).
  */
@@ -210,6 +211,7 @@ struct adaptive {
 	bool lock_in;                 /* the last round found a burst: the loop is behind */
 	/* pre-wake */
 	bool prewake;
+	bool superpose;               /* superpose=0: the context rule alone */
 	bool per_source;              /* the loop tells which source each round served */
 	uint32_t slot_ctx;            /* GAP_CONTEXTS x the slot of the source served last */
 	uint32_t n_ctx_used;          /* contexts in use: GAP_CONTEXTS x (highest slot + 1) */
@@ -423,7 +425,7 @@ sup_learn(struct adaptive *a, bool decay)
 			a->rule_cost[s][1] *= 0.5;
 		}
 	}
-	a->sup_mask = !young && __builtin_popcount(mask) >= 2 ? mask : 0;
+	a->sup_mask = a->superpose && !young && __builtin_popcount(mask) >= 2 ? mask : 0;
 	if (a->sup_mask != 0)
 		EVD_LOG(DEBUG, "policy adaptive: superposition of %d sources (slots 0x%x); %" PRIu64
 			" idle gaps on its threshold so far", __builtin_popcount(a->sup_mask),
@@ -505,7 +507,8 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 		void **state)
 {
 	uint64_t budget_us = 0, spin_max_us = UINT64_MAX, spin_pct = 50, pause_ns = 1000,
-		 lambda_pct = 100, learn = 1, prewake = 1, guard_us = GUARD_US, nap = 1;
+		 lambda_pct = 100, learn = 1, prewake = 1, guard_us = GUARD_US, nap = 1,
+		 superpose = 1;
 	const struct evd__policy_key keys[] = {
 		{ "budget_us", 0, 1000000, &budget_us },
 		{ "spin_max_us", 0, 1000000, &spin_max_us },
@@ -516,6 +519,7 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 		{ "learn", 0, 1, &learn },
 		{ "prewake", 0, 1, &prewake },
 		{ "guard_us", 0, 1000000, &guard_us },
+		{ "superpose", 0, 1, &superpose },
 	};
 	struct adaptive *a;
 	int rc = evd__policy_parse_keys("adaptive", p, n, keys, RTE_DIM(keys));
@@ -528,6 +532,7 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 	a->env = env;
 	a->learn = learn != 0;
 	a->prewake = prewake != 0;
+	a->superpose = superpose != 0;
 	a->pw[0].used = true;
 	a->pw[0].id = UINT32_MAX; /* the loop, until a source is named */
 	a->lambda = (double)lambda_pct / 100.0;

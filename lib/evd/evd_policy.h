@@ -34,6 +34,7 @@
  *   `spin_max_us` (cap on the spin, 0..1000000), `nap` (0/1; default 1:
  *   nap where the budget leaves room), `lambda_pct` (price of a ns
  *   of latency in ns of CPU, x100; default 100), `prewake` (0/1; default 1),
+ *   `superpose` (0/1; default 1; 0: the context rule alone),
  *   `guard_us` (while the last completion is under a second old, bound every
  *   sleep at this, 0..1000000; default 0: off), `learn` (0: the fixed rule:
  *   poll `spin_pct` % of a spin budget, pause `pause_ns` at a time until
