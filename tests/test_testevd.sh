@@ -172,6 +172,19 @@ assert a["competitive_ratio"] < a["hindsight_context_ratio"] - 0.05, a
 print(f"ok: three periodic sources: adaptive {a['competitive_ratio']:.3f}, "
       f"best per source and previous gap {a['hindsight_context_ratio']:.3f}")
 PY
+# the same in real time: one ring per source id, everything delivered
+check "three periodic sources on three rings" 0 "$testevd" --no-progress \
+	--trace periodic:period_us=200,jitter_us=1,sources=3 --events 3000 --json "$tmp/sup-rt.json"
+python3 - "$tmp/sup-rt.json" <<'PY' || fail=1
+import json, sys
+a = json.load(open(sys.argv[1]))
+assert a["events_sent"] == 3000 and a["events_delivered"] == 3000 and a["lost_wakeups"] == 0, a
+print(f"ok: three rings: {a['events_delivered']} delivered, {a['sleeps']} sleeps")
+PY
+python3 -c 'print("\n".join(f"10000 {i % 9 + 1}" for i in range(90)))' > "$tmp/nine.txt"
+check "nine source ids on the ring" 2 "$testevd" --trace "$tmp/nine.txt"
+check "nine source ids, scored" 0 "$testevd" --score --trace "$tmp/nine.txt" --calibration "$tmp/cal.txt"
+check "a trace that is not there" 2 "$testevd" --trace "$tmp/no-such-trace"
 check "sources= on poisson" 2 "$testevd" --score --trace poisson:sources=2
 check "sources=2.5" 2 "$testevd" --score --trace periodic:sources=2.5
 check "sources=9" 2 "$testevd" --score --trace periodic:sources=9

@@ -233,9 +233,19 @@ main(int argc, char **argv)
 	/* a trace that cannot be read or made is bad input: say so now, not
 	 * after an empty run */
 	if (o.trace != NULL) {
+		uint32_t ids[TESTEVD_RINGS_MAX];
+
 		if (trace_load(o.trace, o.seed, o.events, o.speedup, &trace) < 0)
 			return EXIT_USAGE;
 		o.trace_data = &trace;
+		if (!o.score && !o.send && strcmp(o.source, "ring") == 0 &&
+		    trace_source_ids(&trace, ids, TESTEVD_RINGS_MAX) < 0) {
+			fprintf(stderr, "%s: trace %s: more than %d source ids; the ring source "
+				"replays up to %d (one ring each)\n", argv[0], o.trace,
+				TESTEVD_RINGS_MAX, TESTEVD_RINGS_MAX);
+			trace_free(&trace);
+			return EXIT_USAGE;
+		}
 	}
 	atexit(remove_runtime_dir);
 	rc = rte_eal_init(eal_argc, eal_argv);

@@ -14,7 +14,7 @@
 #include "trace.h"
 
 #define RING_SIZE 16384
-#define RINGS_MAX 8
+#define RINGS_MAX TESTEVD_RINGS_MAX
 
 struct rings {
 	uint32_t n;
@@ -31,29 +31,6 @@ consume(struct evd_source *src, void *burst, uint16_t n, void *arg)
 	(void)src;
 	for (uint16_t i = 0; i < n; i++)
 		run_delivered(arg, ev[i].stamp, now);
-}
-
-/* The trace's source ids, in order of first arrival (none: one ring). */
-static int
-trace_ids(const struct trace *t, struct rings *rs)
-{
-	rs->n = 1;
-	rs->id[0] = t != NULL && t->n > 0 ? t->source[0] : 0;
-	for (size_t i = 0; t != NULL && i < t->n; i++) {
-		uint32_t k = 0;
-
-		while (k < rs->n && rs->id[k] != t->source[i])
-			k++;
-		if (k < rs->n)
-			continue;
-		if (rs->n == RINGS_MAX) {
-			fprintf(stderr, "trace %s: more than %d source ids; the ring source replays "
-				"up to %d (one ring each)\n", t->name, RINGS_MAX, RINGS_MAX);
-			return -EINVAL;
-		}
-		rs->id[rs->n++] = t->source[i];
-	}
-	return 0;
 }
 
 static void
@@ -75,7 +52,16 @@ ring_open(struct run *r)
 
 	if (rs == NULL)
 		return -ENOMEM;
-	rc = trace_ids(r->o->trace_data, rs);
+	/* one ring per source id of the trace (main checked there are at
+	 * most RINGS_MAX); none: one ring */
+	rs->n = 1;
+	rc = 0;
+	if (r->o->trace_data != NULL)
+		rc = trace_source_ids(r->o->trace_data, rs->id, RINGS_MAX);
+	if (rc > 0) {
+		rs->n = (uint32_t)rc;
+		rc = 0;
+	}
 	for (uint32_t k = 0; rc == 0 && k < rs->n; k++) {
 		char name[32];
 

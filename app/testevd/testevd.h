@@ -29,6 +29,9 @@ testevd_xorshift(uint64_t *s)
 
 struct trace;
 
+/* --source ring: a --trace's source ids get one ring each, up to this many */
+#define TESTEVD_RINGS_MAX 8
+
 struct opts {
 	const char *source;    /* ring, verbs-emu, verbs */
 	const char *semantics; /* verbs-emu: strict, considerate */

@@ -426,3 +426,22 @@ trace_load(const char *spec, uint64_t seed, size_t events, double speedup, struc
 	}
 	return 0;
 }
+
+int
+trace_source_ids(const struct trace *t, uint32_t *ids, uint32_t max)
+{
+	uint32_t n = 0;
+
+	for (size_t i = 0; i < t->n; i++) {
+		uint32_t k = 0;
+
+		while (k < n && ids[k] != t->source[i])
+			k++;
+		if (k < n)
+			continue;
+		if (n == max)
+			return -E2BIG;
+		ids[n++] = t->source[i];
+	}
+	return (int)n;
+}
