@@ -450,7 +450,7 @@ gap_cost(const struct adaptive *a, uint64_t g, uint64_t t)
  * gap, and the one that cost less so far decides: the context's where the
  * sources depend on each other (a request, then its completion), the
  * superposition's where they do not. */
-static void
+static void __attribute__((noinline, cold))
 sup_choose(struct adaptive *a)
 {
 	uint32_t s = a->slot_ctx / GAP_CONTEXTS;
@@ -459,6 +459,7 @@ sup_choose(struct adaptive *a)
 	a->gap_t[1] = sup_threshold(a, a->last_event_ns);
 	a->gap_slot = s;
 	a->gap_scored = true;
+	a->next_check = 0; /* adaptive_update scores both at the gap's end */
 	if (a->rule_cost[s][1] < a->rule_cost[s][0]) {
 		a->threshold_ns = a->gap_t[1];
 		a->sup_gaps++;
@@ -824,6 +825,18 @@ adaptive_update(struct adaptive *a)
 {
 	bool decay;
 
+	if (a->gap_scored) {
+		/* a gap sup_choose saw begin has ended (last_gap_ns): charge both
+		 * rules; here, not in adaptive_events, which a saturated loop
+		 * runs at every round */
+		a->rule_cost[a->gap_slot][0] += gap_cost(a, a->last_gap_ns, a->gap_t[0]);
+		a->rule_cost[a->gap_slot][1] += gap_cost(a, a->last_gap_ns, a->gap_t[1]);
+		a->gap_scored = false;
+		if (a->samples >= YOUNG && a->idle_left != 0 && a->samples < a->next_decay) {
+			a->next_check = a->next_decay; /* nothing else is due */
+			return;
+		}
+	}
 	if (a->samples < YOUNG) {
 		young_threshold(a);
 		a->next_check = a->samples + 1; /* YOUNG at the start: every gap until then */
@@ -858,11 +871,6 @@ adaptive_events(void *st, uint64_t now, uint32_t n)
 		uint64_t g = now - a->last_event_ns;
 
 		a->last_gap_ns = g;
-		if (unlikely(a->gap_scored)) { /* both rules, on the gap they saw begin */
-			a->rule_cost[a->gap_slot][0] += gap_cost(a, g, a->gap_t[0]);
-			a->rule_cost[a->gap_slot][1] += gap_cost(a, g, a->gap_t[1]);
-			a->gap_scored = false;
-		}
 		a->w[a->ctx][gap_bin(g)] += 1.0;
 		if (a->n_ctx[a->ctx] < YOUNG)
 			a->n_ctx[a->ctx]++; /* only "young or not" matters */
