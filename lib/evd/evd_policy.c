@@ -196,7 +196,6 @@ struct adaptive {
 	/* learning: one histogram per context (the length of the previous gap),
 	 * since gaps come in runs (bursts, then silence) */
 	double w[CONTEXTS][GAP_BINS];
-	uint32_t n_ctx[CONTEXTS];
 	uint64_t samples;
 	uint64_t last_event_ns;
 	int ctx;                      /* the context of the gap under way */
@@ -479,7 +478,11 @@ learn_threshold(struct adaptive *a, bool decay)
 			all[i] += a->w[c][i];
 	a->pooled_ns = best_threshold(a, all);
 	for (uint32_t c = 0; c < a->n_ctx_used; c++) {
-		a->ctx_threshold[c] = a->n_ctx[c] >= YOUNG ? best_threshold(a, a->w[c]) : a->pooled_ns;
+		double n = 0;
+
+		for (int i = 0; i < GAP_BINS; i++)
+			n += a->w[c][i];
+		a->ctx_threshold[c] = n >= YOUNG ? best_threshold(a, a->w[c]) : a->pooled_ns;
 		for (int i = 0; decay && i < GAP_BINS; i++)
 			a->w[c][i] *= 0.5;
 	}
@@ -723,7 +726,6 @@ pw_slot_of(struct adaptive *a, uint32_t id)
 	a->sup_mask = 0; /* a young source: none until it has its gaps (sup_learn) */
 	c0 = GAP_CONTEXTS * slot;
 	memset(a->w[c0], 0, GAP_CONTEXTS * sizeof(a->w[0]));
-	memset(&a->n_ctx[c0], 0, GAP_CONTEXTS * sizeof(a->n_ctx[0]));
 	for (uint32_t c = c0; c < c0 + GAP_CONTEXTS; c++)
 		a->ctx_threshold[c] = a->pooled_ns; /* young: what all sources teach */
 	a->n_ctx_used = RTE_MAX(a->n_ctx_used, c0 + GAP_CONTEXTS);
@@ -872,8 +874,6 @@ adaptive_events(void *st, uint64_t now, uint32_t n)
 
 		a->last_gap_ns = g;
 		a->w[a->ctx][gap_bin(g)] += 1.0;
-		if (a->n_ctx[a->ctx] < YOUNG)
-			a->n_ctx[a->ctx]++; /* only "young or not" matters */
 		a->samples++;
 		a->ctx = gap_context(g) + (int)a->slot_ctx;
 		/* the loop as its one source: its long gaps are the source's */
