@@ -401,12 +401,12 @@ sup_learn(struct adaptive *a, bool decay)
 	bool young = false;
 
 	for (int s = 0; s < PW_SLOTS; s++) {
-		double acc = 0, tot = 0;
-
 		if (a->per_source && a->pw[s].used && a->pw[s].id != UINT32_MAX) {
 			if (a->hs_n[s] < YOUNG) {
 				young = true;
 			} else {
+				double acc = 0, tot = 0;
+
 				for (int i = 0; i < GAP_BINS; i++)
 					tot += a->hs[s][i];
 				a->surv[s][GAP_BINS] = 0;
