@@ -238,7 +238,7 @@ main(int argc, char **argv)
 		if (trace_load(o.trace, o.seed, o.events, o.speedup, &trace) < 0)
 			return EXIT_USAGE;
 		o.trace_data = &trace;
-		if (!o.score && !o.send && strcmp(o.source, "ring") == 0 &&
+		if (!o.score && !o.send && !o.raw_epoll && strcmp(o.source, "ring") == 0 &&
 		    trace_source_ids(&trace, ids, TESTEVD_RINGS_MAX) < 0) {
 			fprintf(stderr, "%s: trace %s: more than %d source ids; the ring source "
 				"replays up to %d (one ring each)\n", argv[0], o.trace,
@@ -251,19 +251,20 @@ main(int argc, char **argv)
 	rc = rte_eal_init(eal_argc, eal_argv);
 	if (rc < 0) {
 		fprintf(stderr, "%s: EAL initialisation failed: %s\n", argv[0], rte_strerror(rte_errno));
-		return EXIT_RUNTIME;
+		rc = EXIT_RUNTIME;
+		goto out;
 	}
 	snprintf(runtime_dir, sizeof(runtime_dir), "%s", rte_eal_get_runtime_dir());
 	if (o.calibration != NULL || o.save_calibration != NULL) {
 		rc = o.calibration != NULL ? calibration_load(o.calibration)
 					   : calibration_save(o.save_calibration);
-		if (rc != 0) {
-			rte_eal_cleanup();
-			return rc;
-		}
+		if (rc != 0)
+			goto out_eal;
 	}
 	rc = modes[o.score ? 4 : o.raw_epoll ? 3 : o.send ? 2 : o.compare ? 1 : 0]->run(&o);
+out_eal:
 	rte_eal_cleanup();
+out:
 	if (o.trace_data != NULL)
 		trace_free(&trace);
 	return rc;

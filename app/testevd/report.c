@@ -83,6 +83,9 @@ result_merge(struct result *acc, const struct result *one)
 	acc->link_lost |= one->link_lost;
 	acc->stopped |= one->stopped;
 	acc->ring_full += one->ring_full;
+	acc->rings = one->rings;
+	for (uint32_t k = 0; k < one->rings && k < TESTEVD_RINGS_MAX; k++)
+		acc->ring_events[k] += one->ring_events[k];
 	acc->forwarded += one->forwarded;
 	acc->sleeps += one->sleeps;
 	acc->naps += one->naps;
@@ -254,6 +257,12 @@ json_one(FILE *f, const struct result *r, const char *ind)
 	fprintf(f, "%s  \"sleep_timeouts\": %" PRIu64 ",\n", ind, r->sleep_timeouts);
 	fprintf(f, "%s  \"mode_switches\": %" PRIu64 ",\n", ind, r->mode_switches);
 	fprintf(f, "%s  \"ring_full\": %" PRIu64 ",\n", ind, r->ring_full);
+	if (r->rings > 1) { /* a trace's source ids, one ring each */
+		fprintf(f, "%s  \"ring_events\": [", ind);
+		for (uint32_t k = 0; k < r->rings; k++)
+			fprintf(f, "%s%" PRIu64, k ? ", " : "", r->ring_events[k]);
+		fprintf(f, "],\n");
+	}
 	if (r->forwarded != 0)
 		fprintf(f, "%s  \"forwarded\": %" PRIu64 ",\n", ind, r->forwarded);
 	fprintf(f, "%s  \"mode_time_pct\": {\"poll\": %.2f, \"pause\": %.2f, \"sleep\": %.2f}\n",

@@ -61,6 +61,13 @@ ring_open(struct run *r)
 	if (rc > 0) {
 		rs->n = (uint32_t)rc;
 		rc = 0;
+		for (uint32_t k = 1; k < rs->n; k++) /* by id: ring k is the k-th id */
+			for (uint32_t j = k; j > 0 && rs->id[j - 1] > rs->id[j]; j--) {
+				uint32_t x = rs->id[j];
+
+				rs->id[j] = rs->id[j - 1];
+				rs->id[j - 1] = x;
+			}
 	}
 	for (uint32_t k = 0; rc == 0 && k < rs->n; k++) {
 		char name[32];
@@ -116,9 +123,12 @@ ring_close(struct run *r, struct result *res)
 	struct rings *rs = r->priv;
 	struct evd_source_stats ss;
 
+	res->rings = rs->n;
 	for (uint32_t k = 0; k < rs->n; k++)
-		if (evd_source_stats_get(rs->ring[k], &ss) == 0)
+		if (evd_source_stats_get(rs->ring[k], &ss) == 0) {
 			res->ring_full += ss.full;
+			res->ring_events[k] = ss.events;
+		}
 	rings_close(r, rs);
 	r->priv = NULL;
 }

@@ -132,6 +132,8 @@ struct result {
 	bool stopped;       /* SIGINT or SIGTERM ended the run early */
 	const char *arm_probe; /* ethdev --probe-arm: strict, inconclusive, ... */
 	uint64_t ring_full;
+	uint32_t rings;     /* --source ring: rings the run had (one per source id of a trace) */
+	uint64_t ring_events[TESTEVD_RINGS_MAX]; /* ...the completions each delivered, by id */
 	uint64_t forwarded; /* --forward: packets sent back (testevd's or not) */
 	double cpu_pct;
 	bool echo;             /* --send --echo: latency is the round trip */

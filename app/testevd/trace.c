@@ -321,14 +321,14 @@ generate(const char *spec, uint64_t seed, size_t events, struct trace *t)
 			"from 1 to %d\n", buf, GEN_SOURCES_MAX);
 		return -EINVAL;
 	}
-	if (a.sources > 1 && a.jitter_us * 2 >= a.period_us) {
+	if (a.sources >= 1 && a.jitter_us * 2 >= a.period_us) {
 		fprintf(stderr, "trace generator periodic: with sources=N, jitter_us must be under "
 			"half of period_us (each source's arrivals stay in order)\n");
 		return -EINVAL;
 	}
 	memset(t, 0, sizeof(*t));
 	snprintf(t->name, sizeof(t->name), "%s", spec);
-	if (a.sources > 1) {
+	if (a.sources >= 1) {
 		rc = generate_sources(&a, &rnd, events, t);
 		if (rc < 0)
 			trace_free(t);

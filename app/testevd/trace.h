@@ -22,6 +22,8 @@ struct trace {
  *   onoff:rate=R,on_ms=A,off_ms=B   Poisson bursts at R, then silence
  *   pareto:alpha=A,mean_us=M  heavy-tailed gaps (alpha > 1)
  *   periodic:period_us=P,jitter_us=J
+ *   periodic:...,sources=N    N independent periodic sources, ids 1..N,
+ *                             source k every P (1 + 0.41 k), own phase
  *   day                       a mix: quiet, busy, bursty, periodic stretches
  * Generators make `events` arrivals from `seed`. Every gap is divided by
  * `speedup`. Returns 0 or a negative errno, with a message on stderr.

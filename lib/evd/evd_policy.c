@@ -222,7 +222,6 @@ struct adaptive {
 	 * began a gap, the cost each rule's threshold would have had on the
 	 * idle gaps it began (0: the context's, 1: the superposition's) */
 	double hs[PW_SLOTS][GAP_BINS];
-	uint32_t hs_n[PW_SLOTS];      /* own gaps, counted up to YOUNG */
 	double surv[PW_SLOTS][GAP_BINS + 1];
 	uint32_t sup_mask;            /* slots in the superposition (at least 2, else 0) */
 	double rule_cost[PW_SLOTS][2];
@@ -288,25 +287,27 @@ priced(const struct adaptive *a, double latency_ns)
 	return fmax(latency_ns - a->lat_budget_ns, 0);
 }
 
+/* The model's cost of a gap g under threshold t: spun through (g <= t),
+ * or t spun, then a sleep (B) and its priced wake latency. */
+static double
+model_cost(const struct adaptive *a, double g, double t)
+{
+	if (g <= t)
+		return g;
+	return t + (double)a->env->sleep_wake_ns +
+	       a->lambda * priced(a, evd_policy_env_wake_ns(a->env, (uint64_t)(g - t)));
+}
+
 /* The cost table of the model: per threshold and gap bin. */
 static void
 cost_table(struct adaptive *a)
 {
-	double b = (double)a->env->sleep_wake_ns;
-
 	for (int j = 0; j <= GAP_BINS; j++) {
 		double t = j == 0 ? 0 : j == GAP_BINS ? INFINITY : bin_edge(j);
 
 		a->t_ns[j] = j == GAP_BINS ? UINT64_MAX : (uint64_t)t;
-		for (int i = 0; i < GAP_BINS; i++) {
-			double g = bin_value(i);
-
-			if (g <= t)
-				a->cost[j][i] = g;
-			else
-				a->cost[j][i] = t + b + a->lambda * priced(a, evd_policy_env_wake_ns(
-						a->env, (uint64_t)(g - t)));
-		}
+		for (int i = 0; i < GAP_BINS; i++)
+			a->cost[j][i] = model_cost(a, bin_value(i), t);
 	}
 }
 
@@ -389,33 +390,32 @@ sup_threshold(const struct adaptive *a, uint64_t start)
 }
 
 /* At an update: the survival tables of the sources' own gaps, and which
- * sources the superposition takes: every source followed (a slot with
- * an id) once each has YOUNG gaps of its own, and at least two of them;
- * none while any is young, whose silence would be taken for nothing
- * coming. Then, if @p decay, age the own-gap histograms and the rules'
- * costs. */
+ * sources the superposition takes: those followed (a slot with an id)
+ * whose own histogram holds YOUNG gaps' weight (decayed, as the contexts'),
+ * and only when there are two or more. A source under that (new, or
+ * quiet for long) is left out: its next arrival is not predicted, which
+ * biases the superposition towards sleeping, and the rules' costs tell
+ * when that matters. Then, if @p decay, age the own-gap histograms and
+ * the rules' costs. */
 static void
 sup_learn(struct adaptive *a, bool decay)
 {
 	uint32_t mask = 0;
-	bool young = false;
 
 	for (int s = 0; s < PW_SLOTS; s++) {
-		if (a->per_source && a->pw[s].used && a->pw[s].id != UINT32_MAX) {
-			if (a->hs_n[s] < YOUNG) {
-				young = true;
-			} else {
-				double acc = 0, tot = 0;
+		double tot = 0;
 
-				for (int i = 0; i < GAP_BINS; i++)
-					tot += a->hs[s][i];
-				a->surv[s][GAP_BINS] = 0;
-				for (int i = GAP_BINS - 1; i >= 0; i--) {
-					acc += a->hs[s][i];
-					a->surv[s][i] = acc / tot;
-				}
-				mask |= 1u << s;
+		for (int i = 0; i < GAP_BINS; i++)
+			tot += a->hs[s][i];
+		if (a->per_source && a->pw[s].used && a->pw[s].id != UINT32_MAX && tot >= YOUNG) {
+			double acc = 0;
+
+			a->surv[s][GAP_BINS] = 0;
+			for (int i = GAP_BINS - 1; i >= 0; i--) {
+				acc += a->hs[s][i];
+				a->surv[s][i] = acc / tot;
 			}
+			mask |= 1u << s;
 		}
 		for (int i = 0; decay && i < GAP_BINS; i++)
 			a->hs[s][i] *= 0.5;
@@ -424,21 +424,11 @@ sup_learn(struct adaptive *a, bool decay)
 			a->rule_cost[s][1] *= 0.5;
 		}
 	}
-	a->sup_mask = a->superpose && !young && __builtin_popcount(mask) >= 2 ? mask : 0;
+	a->sup_mask = a->superpose && __builtin_popcount(mask) >= 2 ? mask : 0;
 	if (a->sup_mask != 0)
 		EVD_LOG(DEBUG, "policy adaptive: superposition of %d sources (slots 0x%x); %" PRIu64
 			" idle gaps on its threshold so far", __builtin_popcount(a->sup_mask),
 			a->sup_mask, a->sup_gaps);
-}
-
-/* What a threshold cost on a gap that turned out to be @p g long. */
-static double
-gap_cost(const struct adaptive *a, uint64_t g, uint64_t t)
-{
-	if (g <= t)
-		return (double)g;
-	return (double)t + (double)a->env->sleep_wake_ns +
-	       a->lambda * priced(a, evd_policy_env_wake_ns(a->env, g - t));
 }
 
 /* The first empty round of a gap, in a loop of several sources: both rules
@@ -721,9 +711,12 @@ pw_slot_of(struct adaptive *a, uint32_t id)
 	oldest->id = id;
 	slot = (uint32_t)(oldest - a->pw);
 	memset(a->hs[slot], 0, sizeof(a->hs[slot]));
-	a->hs_n[slot] = 0;
 	a->rule_cost[slot][0] = a->rule_cost[slot][1] = 0;
-	a->sup_mask = 0; /* a young source: none until it has its gaps (sup_learn) */
+	a->sup_mask &= ~(1u << slot); /* no longer a source it knows (sup_learn) */
+	if (__builtin_popcount(a->sup_mask) < 2)
+		a->sup_mask = 0;
+	if (a->gap_scored && a->gap_slot == slot)
+		a->gap_scored = false; /* the gap its old source began: nobody's now */
 	c0 = GAP_CONTEXTS * slot;
 	memset(a->w[c0], 0, GAP_CONTEXTS * sizeof(a->w[0]));
 	for (uint32_t c = c0; c < c0 + GAP_CONTEXTS; c++)
@@ -799,8 +792,6 @@ adaptive_source_events(void *st, uint64_t now, uint32_t id, uint32_t n)
 		uint32_t s = (uint32_t)(sl - a->pw);
 
 		a->hs[s][gap_bin(now - sl->last_ns)] += 1.0;
-		if (a->hs_n[s] < YOUNG)
-			a->hs_n[s]++;
 	}
 	/* the gap that ends at the next completion is learned in this
 	 * source's contexts (a round that served several: the last one) */
@@ -831,8 +822,15 @@ adaptive_update(struct adaptive *a)
 		/* a gap sup_choose saw begin has ended (last_gap_ns): charge both
 		 * rules; here, not in adaptive_events, which a saturated loop
 		 * runs at every round */
-		a->rule_cost[a->gap_slot][0] += gap_cost(a, a->last_gap_ns, a->gap_t[0]);
-		a->rule_cost[a->gap_slot][1] += gap_cost(a, a->last_gap_ns, a->gap_t[1]);
+		/* In a real loop a gap that ended in a wake is measured
+		 * long by the wake latency (here as in the histograms): the
+		 * rule that did not sleep is then charged a sleep for some
+		 * gaps it would have spun through. The model (--score) starts
+		 * the next gap at the arrival and has no such bias. */
+		double g = (double)a->last_gap_ns;
+
+		a->rule_cost[a->gap_slot][0] += model_cost(a, g, (double)a->gap_t[0]);
+		a->rule_cost[a->gap_slot][1] += model_cost(a, g, (double)a->gap_t[1]);
 		a->gap_scored = false;
 		if (a->samples >= YOUNG && a->idle_left != 0 && a->samples < a->next_decay) {
 			a->next_check = a->next_decay; /* nothing else is due */
