@@ -14,12 +14,11 @@
 #include "trace.h"
 
 #define RING_SIZE 16384
-#define RINGS_MAX TESTEVD_RINGS_MAX
 
 struct rings {
 	uint32_t n;
-	uint32_t id[RINGS_MAX];
-	struct evd_source *ring[RINGS_MAX];
+	uint32_t id[TESTEVD_RINGS_MAX];
+	struct evd_source *ring[TESTEVD_RINGS_MAX];
 };
 
 static void
@@ -53,21 +52,14 @@ ring_open(struct run *r)
 	if (rs == NULL)
 		return -ENOMEM;
 	/* one ring per source id of the trace (main checked there are at
-	 * most RINGS_MAX); none: one ring */
+	 * most TESTEVD_RINGS_MAX); none: one ring */
 	rs->n = 1;
 	rc = 0;
 	if (r->o->trace_data != NULL)
-		rc = trace_source_ids(r->o->trace_data, rs->id, RINGS_MAX);
-	if (rc > 0) {
+		rc = trace_source_ids(r->o->trace_data, rs->id, TESTEVD_RINGS_MAX);
+	if (rc > 0) { /* ascending: ring k is the k-th id */
 		rs->n = (uint32_t)rc;
 		rc = 0;
-		for (uint32_t k = 1; k < rs->n; k++) /* by id: ring k is the k-th id */
-			for (uint32_t j = k; j > 0 && rs->id[j - 1] > rs->id[j]; j--) {
-				uint32_t x = rs->id[j];
-
-				rs->id[j] = rs->id[j - 1];
-				rs->id[j - 1] = x;
-			}
 	}
 	for (uint32_t k = 0; rc == 0 && k < rs->n; k++) {
 		char name[32];

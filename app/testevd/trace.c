@@ -441,7 +441,9 @@ trace_source_ids(const struct trace *t, uint32_t *ids, uint32_t max)
 			continue;
 		if (n == max)
 			return -E2BIG;
-		ids[n++] = t->source[i];
+		for (k = n++; k > 0 && ids[k - 1] > t->source[i]; k--) /* kept ascending */
+			ids[k] = ids[k - 1];
+		ids[k] = t->source[i];
 	}
 	return (int)n;
 }

@@ -36,8 +36,8 @@ int trace_parse_text(const char *buf, size_t len, const char *name, struct trace
 int trace_is_generator(const char *spec);
 
 /*
- * The trace's source ids in order of first arrival, at most max of them
- * into ids (a trace without ids has one, 0).
+ * The trace's source ids, ascending, at most max of them into ids (a
+ * trace without ids has one, 0).
  * @return how many; -E2BIG when there are more than max.
  */
 int trace_source_ids(const struct trace *t, uint32_t *ids, uint32_t max);

@@ -819,14 +819,13 @@ adaptive_update(struct adaptive *a)
 	bool decay;
 
 	if (a->gap_scored) {
-		/* a gap sup_choose saw begin has ended (last_gap_ns): charge both
-		 * rules; here, not in adaptive_events, which a saturated loop
-		 * runs at every round */
-		/* In a real loop a gap that ended in a wake is measured
-		 * long by the wake latency (here as in the histograms): the
-		 * rule that did not sleep is then charged a sleep for some
-		 * gaps it would have spun through. The model (--score) starts
-		 * the next gap at the arrival and has no such bias. */
+		/* A gap sup_choose saw begin has ended (last_gap_ns): charge
+		 * both rules; here, not in adaptive_events, which a saturated
+		 * loop runs at every round. In a real loop a gap that ended in
+		 * a wake is measured long by the wake latency (here as in the
+		 * histograms): the rule that did not sleep is then charged a
+		 * sleep for some gaps it would have spun through. The model
+		 * (--score) starts the next gap at the arrival: no such lean. */
 		double g = (double)a->last_gap_ns;
 
 		a->rule_cost[a->gap_slot][0] += model_cost(a, g, (double)a->gap_t[0]);
