@@ -174,7 +174,6 @@ struct gen_args {
 	double rate, on_ms, off_ms, alpha, mean_us, period_us, jitter_us, sources;
 };
 
-#define GEN_SOURCES_MAX 8
 #define GEN_PERIOD_STEP 0.41 /* periodic, sources=N: source k's period is P (1 + 0.41 k) */
 
 static int
@@ -265,7 +264,7 @@ gen_one(const char *kind, const struct gen_args *a, uint64_t *rnd, double *phase
 static int
 generate_sources(const struct gen_args *a, uint64_t *rnd, size_t events, struct trace *t)
 {
-	double base[GEN_SOURCES_MAX], next[GEN_SOURCES_MAX], period[GEN_SOURCES_MAX], last = 0;
+	double base[TESTEVD_RINGS_MAX], next[TESTEVD_RINGS_MAX], period[TESTEVD_RINGS_MAX], last = 0;
 	const int n = (int)a->sources;
 	size_t cap = 0;
 	int rc = 0;
@@ -316,9 +315,9 @@ generate(const char *spec, uint64_t seed, size_t events, struct trace *t)
 		return -EINVAL;
 	}
 	if (a.sources != 0 && (strcmp(buf, "periodic") != 0 || a.sources != floor(a.sources) ||
-			       a.sources > GEN_SOURCES_MAX)) {
+			       a.sources > TESTEVD_RINGS_MAX)) {
 		fprintf(stderr, "trace generator %s: sources=N is for periodic, N a whole number "
-			"from 1 to %d\n", buf, GEN_SOURCES_MAX);
+			"from 1 to %d\n", buf, TESTEVD_RINGS_MAX);
 		return -EINVAL;
 	}
 	if (a.sources >= 1 && a.jitter_us * 2 >= a.period_us) {

@@ -390,6 +390,14 @@ sup_threshold(const struct adaptive *a, uint64_t start)
 	return best_threshold(a, p);
 }
 
+/* The sources the superposition takes: @p mask when it holds two or more
+ * and superpose is on, else none. */
+static void
+sup_set(struct adaptive *a, uint32_t mask)
+{
+	a->sup_mask = a->superpose && __builtin_popcount(mask) >= 2 ? mask : 0;
+}
+
 /* At an update: the survival tables of the sources' own gaps, and which
  * sources the superposition takes: those followed (a slot with an id)
  * whose own histogram holds YOUNG gaps' weight (decayed, as the contexts'),
@@ -425,7 +433,7 @@ sup_learn(struct adaptive *a, bool decay)
 			a->rule_cost[s][1] *= 0.5;
 		}
 	}
-	a->sup_mask = a->superpose && __builtin_popcount(mask) >= 2 ? mask : 0;
+	sup_set(a, mask);
 	if (a->sup_mask != 0)
 		EVD_LOG(DEBUG, "policy adaptive: superposition of %d sources (slots 0x%x); %" PRIu64
 			" idle gaps on its threshold so far", __builtin_popcount(a->sup_mask),
@@ -469,19 +477,17 @@ sup_choose(struct adaptive *a)
 static void
 learn_threshold(struct adaptive *a, bool decay)
 {
-	double all[GAP_BINS] = { 0 };
+	double all[GAP_BINS] = { 0 }, n[CONTEXTS] = { 0 };
 
 	for (uint32_t c = 0; c < a->n_ctx_used; c++)
-		for (int i = 0; i < GAP_BINS; i++)
+		for (int i = 0; i < GAP_BINS; i++) {
 			all[i] += a->w[c][i];
+			n[c] += a->w[c][i];
+		}
 	a->pooled_ns = best_threshold(a, all);
 	for (uint32_t c = 0; c < a->n_ctx_used; c++) {
-		double n = 0;
-
-		for (int i = 0; i < GAP_BINS; i++)
-			n += a->w[c][i];
-		a->ctx_threshold[c] = n >= YOUNG ? best_threshold(a, a->w[c]) : a->pooled_ns;
-		a->ctx_own = n >= YOUNG ? a->ctx_own | 1u << c : a->ctx_own & ~(1u << c);
+		a->ctx_threshold[c] = n[c] >= YOUNG ? best_threshold(a, a->w[c]) : a->pooled_ns;
+		a->ctx_own = n[c] >= YOUNG ? a->ctx_own | 1u << c : a->ctx_own & ~(1u << c);
 		for (int i = 0; decay && i < GAP_BINS; i++)
 			a->w[c][i] *= 0.5;
 	}
@@ -721,9 +727,7 @@ pw_slot_of(struct adaptive *a, uint32_t id)
 	slot = (uint32_t)(oldest - a->pw);
 	memset(a->hs[slot], 0, sizeof(a->hs[slot]));
 	a->rule_cost[slot][0] = a->rule_cost[slot][1] = 0;
-	a->sup_mask &= ~(1u << slot); /* no longer a source it knows (sup_learn) */
-	if (__builtin_popcount(a->sup_mask) < 2)
-		a->sup_mask = 0;
+	sup_set(a, a->sup_mask & ~(1u << slot)); /* no longer a source it knows */
 	if (a->gap_scored && a->gap_slot == slot)
 		a->gap_scored = false; /* the gap its old source began: nobody's now */
 	c0 = GAP_CONTEXTS * slot;
@@ -821,9 +825,9 @@ adaptive_source_events(void *st, uint64_t now, uint32_t id, uint32_t n)
  * brings next_check forward), halving the histograms every 4096 gaps (the
  * decay). Every 4096 gaps alone was the first schedule: short captures
  * then ran on what 32 gaps had taught (reddit x100: ratio 1.53, then 1.45
- * with 256). 64 early, with the young
- * price above: apt-download x100 1.343 -> 1.161 (bench/results/score.md);
- * later updates stay at 256: each is sums over every context's histogram. */
+ * with 256). 64 early, with the young price above: apt-download x100
+ * 1.343 -> 1.161 (bench/results/score.md); later updates stay at 256:
+ * each is sums over every context's histogram. */
 static void __attribute__((noinline))
 adaptive_update(struct adaptive *a)
 {

@@ -22,8 +22,8 @@
  *   threshold on [0, B + lambda L] (the price of a sleep) while the
  *   histogram is young; in a loop of several sources also the
  *   superposition of each source's own gaps (how long each has been
- *   silent), where it has cost less than the contexts; after a round that found a burst it spins at
- *   least B (busy-period lock-in); for periodic
+ *   silent), where it has cost less than the contexts; after a round that
+ *   found a burst it spins at least B (busy-period lock-in); for periodic
  *   sources (followed per source), where it pays, it sleeps with a timeout
  *   that ends before the next expected arrival and polls through it
  *   (pre-wake). With a latency budget it prices only latency beyond the
