@@ -132,6 +132,21 @@ for p in ["intr", "poll"]:
     assert r >= h - 1e-3, f"{p} ({r}) beat the best threshold in hindsight ({h})"
 print(f"ok: hindsight {h:.3f}, per context {hc:.3f}, adaptive {ad:.3f}")
 PY
+# gaps shorter than a poll round and not whole rounds (50 and 150 ns): poll
+# spins through every one, as the oracle does, and must cost what it costs
+# (the scorer once charged the round an arrival came in whole: 100 and
+# 200 ns, a ratio of 1.5 and a CPU of 150 %)
+python3 -c 'print("50\n150\n" * 2000, end="")' > "$tmp/short.txt"
+check "score, gaps under a round" 0 "$testevd" --score --policy poll --calibration "$tmp/cal.txt" \
+	--trace "$tmp/short.txt" --json "$tmp/short.json"
+python3 - "$tmp/short.json" <<'PY' || fail=1
+import json, sys
+r = json.load(open(sys.argv[1]))[0]
+assert abs(r["competitive_ratio"] - 1.0) < 1e-3, f"poll spun through every gap as the oracle does: {r['competitive_ratio']}"
+assert r["cpu_pct"] <= 100.0 + 1e-6, f"CPU over 100 %: {r['cpu_pct']}"
+assert r["cost"] == r["oracle_cost"] == 4000 * 100, (r["cost"], r["oracle_cost"])
+print(f"ok: gaps under a round: poll {r['competitive_ratio']}, CPU {r['cpu_pct']} %")
+PY
 # per source: two sources in a random order; after source 1 the next gap is
 # 15 us, after source 2 it is 2 ms. The previous gap tells nothing, the
 # source does: with the ids in the trace (told as a loop of several sources
