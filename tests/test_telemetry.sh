@@ -45,6 +45,12 @@ assert mid[0]["/evd/list"] == [0], mid[0]
 s = mid[1]["/evd/stats"]
 assert s["name"] == "testevd" and s["policy"] == "adaptive" and s["mode"] in ("poll", "pause", "sleep"), s
 assert s["running"] == 1 and s["sources"] == 1 and s["events"] > 0, s
+# the loop clock: the TSC where the CPU says it is invariant (x86: the
+# kernel's nonstop_tsc flag, CPUID 0x80000007 EDX bit 8), else CLOCK_MONOTONIC
+import platform
+inv = platform.machine() not in ("x86_64", "i686") or \
+      any("nonstop_tsc" in l.split() for l in open("/proc/cpuinfo") if l.startswith("flags"))
+assert s["clock"] == ("tsc" if inv else "monotonic"), (s["clock"], inv)
 assert "policy_state" in s and (s["policy_state"].startswith("gaps=") or s["policy_state"].startswith("young")), s
 src = mid[2]["/evd/sources"]
 assert len(src) == 1, src

@@ -228,7 +228,9 @@ timeline_sample(struct run *r)
 	if (!grow(&r->tl_s, &r->tl_scap, r->tl_sn + 1, 1024, sizeof(*r->tl_s)))
 		return;
 	evd_loop_stats_get(r->loop, &st);
-	r->tl_s[r->tl_sn++] = (struct tl_sample){ run_now_ns(), st.cpu_ns,
+	/* on the loop's clock, as the transitions are (the TSC, where it
+	 * serves, drifts from CLOCK_MONOTONIC by its rate's error) */
+	r->tl_s[r->tl_sn++] = (struct tl_sample){ evd_loop_now_ns(r->loop), st.cpu_ns,
 						   __atomic_load_n(&r->delivered, __ATOMIC_RELAXED) };
 }
 

@@ -80,12 +80,22 @@ evd__timers_next(const struct evd__timers *h)
 	return h->n ? h->heap[0]->deadline : UINT64_MAX;
 }
 
+/* The default loop clock where the TSC serves: nanoseconds from CLOCK_MONOTONIC
+ * at the loop's creation (ns0, read with tsc0), on from there at the TSC's
+ * rate as EAL measured it. */
+struct evd__tsc_clock {
+	uint64_t tsc0, ns0;
+	double ns_per_tick;
+};
+
 struct evd_loop {
 	char name[EVD_NAME_MAX];
 	uint32_t id;               /* telemetry: the loop's number in /evd/list */
 	struct evd_loop *tm_next;  /* telemetry registry, under evd__registry_lock() */
 	struct evd_policy policy;
 	struct evd_clock clock;
+	const char *clock_name;    /* "tsc", "monotonic" or "custom" (telemetry) */
+	struct evd__tsc_clock tsc; /* the default clock's state, when it is the TSC */
 	uint64_t max_sleep_ns;
 	uint64_t poll_only_bound_ns;
 	uint16_t burst;
