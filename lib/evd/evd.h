@@ -60,12 +60,13 @@ struct evd_timer;
  * @p now_ns must be monotonic. The loop still sleeps in real time: a virtual
  * clock changes what the policy and the timers see, not how long epoll waits.
  *
- * Without one, the loop reads the TSC where it serves: after rte_eal_init()
- * (which measures its rate, rte_get_tsc_hz()) and, on x86, where the CPU
- * reports an invariant TSC. Its nanoseconds start from CLOCK_MONOTONIC at
- * evd_loop_create() and go on at the TSC's rate, so they stay close to
- * CLOCK_MONOTONIC (apart by the rate's error, and NTP's slewing, which the
- * TSC does not follow). Elsewhere (before EAL, or a TSC that is not
+ * Without one, the loop reads the TSC where it serves: in a loop created
+ * after rte_eal_init() and, on x86, where the CPU reports an invariant TSC.
+ * Its rate is measured against CLOCK_MONOTONIC (5 ms, once per process, at
+ * the first such loop); its nanoseconds start from CLOCK_MONOTONIC at
+ * evd_loop_create() and go on at that rate, so they stay close to
+ * CLOCK_MONOTONIC (apart by the rate's error, at most 1e-4, and NTP's
+ * slewing, which the TSC does not follow). Elsewhere (before EAL, or a TSC that is not
  * invariant) it reads CLOCK_MONOTONIC. An empty round reads the clock once
  * (twice with an on_idle callback): on a KVM guest, clock_gettime() on
  * kvm-clock costs about 26 ns and the TSC 11. Telemetry's /evd/loop says
