@@ -17,7 +17,7 @@
 
 #include "evd_test.h"
 
-#define RATE_ERR 1e-3 /* the TSC's rate as EAL measured it: tolerated error */
+#define RATE_ERR 1e-3 /* the TSC's rate as the library measured it: tolerated error */
 
 static uint64_t
 mono_ns(void)

@@ -66,10 +66,10 @@ struct evd_timer;
  * the first such loop); its nanoseconds start from CLOCK_MONOTONIC at
  * evd_loop_create() and go on at that rate, so they stay close to
  * CLOCK_MONOTONIC (apart by the rate's error, at most 1e-4, and NTP's
- * slewing, which the TSC does not follow). Elsewhere (before EAL, or a TSC that is not
- * invariant) it reads CLOCK_MONOTONIC. An empty round reads the clock once
- * (twice with an on_idle callback): on a KVM guest, clock_gettime() on
- * kvm-clock costs about 26 ns and the TSC 11. Telemetry's /evd/loop says
+ * slewing, which the TSC does not follow). Elsewhere (before EAL, or a TSC
+ * that is not invariant) it reads CLOCK_MONOTONIC. An empty round reads the
+ * clock once (twice with an on_idle callback): on a KVM guest, clock_gettime()
+ * on kvm-clock costs about 26 ns and the TSC 11. Telemetry's /evd/stats says
  * which clock a loop reads ("tsc", "monotonic" or "custom").
  */
 struct evd_clock {

@@ -71,6 +71,8 @@ tsc_pair(uint64_t *tsc, uint64_t *mono)
 {
 	uint64_t width = UINT64_MAX;
 
+	*tsc = rte_rdtsc_precise();
+	*mono = evd__monotonic_ns(NULL);
 	for (int i = 0; i < 16; i++) {
 		uint64_t a = rte_rdtsc_precise(), m = evd__monotonic_ns(NULL), b = rte_rdtsc_precise();
 
@@ -92,7 +94,8 @@ static double tsc_ns_per_tick; /* 0: the loop clock is CLOCK_MONOTONIC */
  * rate in every P- and C-state). Its rate is measured here, against
  * CLOCK_MONOTONIC over 5 ms, not taken from rte_get_tsc_hz(): on this
  * project's KVM guests EAL reports the nominal 2.1 GHz of a TSC that runs
- * 0.19 % faster, and timers on that clock fired early. Each end is a pair
+ * at 2.096, and a loop clock on that ran 0.19 % slow (its timers late, its
+ * idle times short). Each end is a pair
  * read within 500 ns (an error of 1e-4 at most); three tries, else
  * CLOCK_MONOTONIC. Once per process, at the first loop created after
  * rte_eal_init(); loops created before it read CLOCK_MONOTONIC. */
