@@ -18,10 +18,13 @@ ask() { # ask CMD...: one JSON line per command
 	printf '%s\n' "$@" | python3 "$client" -f $prefix 2>&1
 }
 # mid-run: once the loop runs and has delivered something (startup, EAL and
-# the calibration, take a while on a loaded machine)
+# the calibration, take a while on a loaded machine), both in the
+# /evd/stats,0 reply (the sources' reply, read after it, can have events
+# where the loop's had none yet)
 for _ in $(seq 100); do
 	ask /evd/list /evd/stats,0 /evd/sources,0 /evd/stats,testevd /evd/stats,99 >"$tmp/mid.json"
-	grep -q '"running": 1' "$tmp/mid.json" && grep -q '"events": [1-9]' "$tmp/mid.json" && break
+	grep -F '{"/evd/stats": {"id": 0,' "$tmp/mid.json" | head -1 | grep '"running": 1' |
+		grep -q '"events": [1-9]' && break
 	sleep 0.1
 done
 for _ in $(seq 150); do grep -q "stays" "$tmp/out.log" && break; sleep 0.1; done
