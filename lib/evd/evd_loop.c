@@ -50,7 +50,7 @@ evd__monotonic_ns(void *arg)
 
 /* The default clock where the TSC serves (tsc_rate): a TSC read and a
  * multiply, against clock_gettime's 26 ns on a KVM guest's kvm-clock (an
- * empty round of the ring: 12.5 ns against 35). A TSC a shade behind tsc0
+ * empty round of the ring: 12.8 ns against 35). A TSC a shade behind tsc0
  * (the loop created on one CPU, run on another) reads as ns0. */
 static uint64_t
 tsc_now_ns(void *arg)
@@ -89,16 +89,13 @@ static pthread_mutex_t tsc_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool tsc_tried;         /* under tsc_lock: measured (or found unusable) after EAL */
 static double tsc_ns_per_tick; /* 0: the loop clock is CLOCK_MONOTONIC */
 
-/* The TSC serves as the loop clock when EAL has measured its rate (0
- * before rte_eal_init()) and, on x86, the CPU says it is invariant (one
- * rate in every P- and C-state). Its rate is measured here, against
+/* On x86 the TSC serves only where the CPU says it is invariant (one rate
+ * in every P- and C-state). Its rate is measured here, against
  * CLOCK_MONOTONIC over 5 ms, not taken from rte_get_tsc_hz(): on this
  * project's KVM guests EAL reports the nominal 2.1 GHz of a TSC that runs
  * at 2.096, and a loop clock on that ran 0.19 % slow (its timers late, its
- * idle times short). Each end is a pair
- * read within 500 ns (an error of 1e-4 at most); three tries, else
- * CLOCK_MONOTONIC. Once per process, at the first loop created after
- * rte_eal_init(); loops created before it read CLOCK_MONOTONIC. */
+ * idle times short). Each end is a pair read within 500 ns (an error of
+ * 1e-4 at most); three tries, else CLOCK_MONOTONIC. */
 static void
 tsc_rate_measure(void)
 {
@@ -126,7 +123,9 @@ tsc_rate_measure(void)
 		"CLOCK_MONOTONIC reads took over %.0f ns)", TSC_PAIR_NS);
 }
 
-/* The TSC's ns per tick, or 0: CLOCK_MONOTONIC. */
+/* The TSC's ns per tick, or 0: CLOCK_MONOTONIC. Measured once per process,
+ * at the first loop created after rte_eal_init() (before it EAL knows no
+ * TSC rate, rte_get_tsc_hz() is 0, and loops read CLOCK_MONOTONIC). */
 static double
 tsc_rate(void)
 {
@@ -141,6 +140,14 @@ tsc_rate(void)
 	r = tsc_ns_per_tick;
 	pthread_mutex_unlock(&tsc_lock);
 	return r;
+}
+
+const char *
+evd__clock_name(const struct evd_loop *loop)
+{
+	if (loop->clock.now_ns == tsc_now_ns)
+		return "tsc";
+	return loop->clock.now_ns == evd__monotonic_ns ? "monotonic" : "custom";
 }
 
 static uint64_t
@@ -304,14 +311,11 @@ evd_loop_create(const struct evd_loop_conf *conf, struct evd_loop **out)
 	snprintf(loop->name, sizeof(loop->name), "%s", conf->name ? conf->name : "evd");
 	if (conf->clock != NULL) {
 		loop->clock = *conf->clock;
-		loop->clock_name = "custom";
 	} else if ((loop->tsc.ns_per_tick = tsc_rate()) > 0) {
 		tsc_pair(&loop->tsc.tsc0, &loop->tsc.ns0);
 		loop->clock = (struct evd_clock){ .now_ns = tsc_now_ns, .arg = &loop->tsc };
-		loop->clock_name = "tsc";
 	} else {
 		loop->clock.now_ns = evd__monotonic_ns;
-		loop->clock_name = "monotonic";
 	}
 	loop->max_sleep_ns = 1000ull * (conf->max_sleep_us ? conf->max_sleep_us
 							     : EVD_DEFAULT_MAX_SLEEP_US);
@@ -340,7 +344,7 @@ evd_loop_create(const struct evd_loop_conf *conf, struct evd_loop **out)
 	loop->last_event_ns = loop->mode_mark_ns;
 	evd__registry_add(loop);
 	EVD_LOG(DEBUG, "loop %s (telemetry id %u) created, policy %s, clock %s", loop->name,
-		loop->id, loop->policy.ops->name, loop->clock_name);
+		loop->id, loop->policy.ops->name, evd__clock_name(loop));
 	*out = loop;
 	return 0;
 fail:

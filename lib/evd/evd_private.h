@@ -94,7 +94,6 @@ struct evd_loop {
 	struct evd_loop *tm_next;  /* telemetry registry, under evd__registry_lock() */
 	struct evd_policy policy;
 	struct evd_clock clock;
-	const char *clock_name;    /* "tsc", "monotonic" or "custom" (telemetry) */
 	struct evd__tsc_clock tsc; /* the default clock's state, when it is the TSC */
 	uint64_t max_sleep_ns;
 	uint64_t poll_only_bound_ns;
@@ -146,6 +145,8 @@ evd__now(const struct evd_loop *loop)
 }
 
 uint64_t evd__monotonic_ns(void *arg);
+/* The loop's clock: "tsc", "monotonic" or "custom" (telemetry, logs). */
+const char *evd__clock_name(const struct evd_loop *loop);
 
 /* Telemetry (evd_telemetry.c): the registry of loops. The lock also guards
  * each loop's source table against the telemetry thread: take it around

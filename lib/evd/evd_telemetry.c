@@ -137,7 +137,7 @@ tm_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 	rte_tel_data_add_dict_int(d, "id", (int)l->id);
 	rte_tel_data_add_dict_string(d, "name", l->name);
 	rte_tel_data_add_dict_string(d, "policy", l->policy.ops->name);
-	rte_tel_data_add_dict_string(d, "clock", l->clock_name);
+	rte_tel_data_add_dict_string(d, "clock", evd__clock_name(l));
 	rte_tel_data_add_dict_string(d, "mode", st.mode < EVD_MODE_COUNT ? mode_name[st.mode] : "?");
 	rte_tel_data_add_dict_int(d, "running", __atomic_load_n(&l->running, __ATOMIC_ACQUIRE));
 	rte_tel_data_add_dict_int(d, "sources", (int)l->n_src);
