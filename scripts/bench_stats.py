@@ -13,11 +13,12 @@ def load(p):
         return None
 
 
-def merged(runs):
-    """The runs' rtt_histogram_ns bins added up, as sorted (top, count)."""
+def merged(runs, key="rtt_histogram_ns"):
+    """The runs' histograms (rtt_histogram_ns, or the one named) added up,
+    as sorted (top, count)."""
     h = {}
     for r in runs:
-        for top, c in r["rtt_histogram_ns"]:
+        for top, c in r[key]:
             h[top] = h.get(top, 0) + c
     return sorted(h.items())
 
@@ -34,17 +35,17 @@ def pct(h, p, mx):
     return mx / 1e3
 
 
-def pooled_p99(runs):
-    return pct(merged(runs), 0.99, max(r["latency_us"]["max"] for r in runs) * 1e3)
+def pooled_p99(runs, key="rtt_histogram_ns"):
+    return pct(merged(runs, key), 0.99, max(r["latency_us"]["max"] for r in runs) * 1e3)
 
 
-def p99_interval(a_runs, b_runs, rnd, draws=2000):
+def p99_interval(a_runs, b_runs, rnd, draws=2000, key="rtt_histogram_ns"):
     """The 95 % interval of pooled p99(a) / pooled p99(b), resampling whole
-    runs on each side (as many, with replacement)."""
+    runs on each side (as many, with replacement); of the histogram named."""
     ratios = []
     for _ in range(draws):
         a = [rnd.choice(a_runs) for _ in a_runs]
         b = [rnd.choice(b_runs) for _ in b_runs]
-        ratios.append(pooled_p99(a) / pooled_p99(b))
+        ratios.append(pooled_p99(a, key) / pooled_p99(b, key))
     ratios.sort()
     return ratios[int(0.025 * draws)], ratios[int(0.975 * draws) - 1]

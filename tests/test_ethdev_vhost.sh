@@ -120,6 +120,11 @@ assert tx["sender_stalls"] >= 0 and (tx["sender_stalls"] == 0) == (tx["sender_st
 h = tx["rtt_histogram_ns"]
 assert sum(c for _, c in h) == sent, f"{name}: histogram holds {sum(c for _, c in h)} of {sent}"
 assert all(a[0] < b[0] for a, b in zip(h, h[1:])), h
+# the round trips the sender took promptly are the histogram's but the
+# late ones, which are counted (bin by bin: a subset)
+hp, late = dict(tx["rtt_prompt_histogram_ns"]), tx["rtt_sender_late"]
+assert late >= 0 and sum(hp.values()) + late == sent, f"{name}: {sum(hp.values())} prompt + {late} late of {sent}"
+assert all(c <= dict(h).get(top, 0) for top, c in hp.items()), (hp, h)
 def pct(p):
     want, seen = min(int(p * sent), sent - 1), 0
     for top, c in h:

@@ -40,7 +40,16 @@ struct tx {
 	/* the sender's own stalls: gaps in its spin over 1 ms (the VM did not
 	 * run it), to tell a stalled VM from a stalled forwarder */
 	uint64_t last_spin, stalls, stall_max;
+	/* round trips taken more than SENDER_LATE_US after the sender's poll
+	 * before (its own delay is in them: counted), and the others (binned) */
+	uint64_t late;
+	struct hist *prompt;
 };
+
+/* A packet that came back between two polls this far apart may have
+ * waited for the sender, not for the forwarder: its poll loop turns in
+ * well under a microsecond, and one send takes a few. */
+#define SENDER_LATE_US 50
 
 /* Take what came back: round trips of the pattern's packets. */
 static void
@@ -49,6 +58,7 @@ echo_poll(struct tx *t)
 	struct rte_mbuf *pkts[32];
 	uint16_t n = rte_eth_rx_burst(t->port, 0, pkts, RTE_DIM(pkts));
 	uint64_t now = rte_rdtsc();
+	bool late = t->last_spin != 0 && now - t->last_spin > t->tsc_mhz * SENDER_LATE_US;
 
 	if (t->last_spin != 0 && now - t->last_spin > t->tsc_mhz * 1000) {
 		t->stalls++;
@@ -63,6 +73,10 @@ echo_poll(struct tx *t)
 			uint64_t ns = (now > p->tsc ? now - p->tsc : 0) * 1000 / t->tsc_mhz;
 
 			hist_add(t->rtt, ns);
+			if (late)
+				t->late++;
+			else
+				hist_add(t->prompt, ns);
 			t->slow += ns > 5000000;
 			t->returned++;
 		}
@@ -242,6 +256,7 @@ send_mode(const struct opts *o)
 	t.tsc_mhz = rte_get_tsc_hz() / 1000000;
 	if (o->echo) {
 		t.rtt = &res->lat;
+		t.prompt = &res->lat_prompt;
 		r->spin = echo_spin;
 	}
 	if (o->trace != NULL)
@@ -279,7 +294,9 @@ send_mode(const struct opts *o)
 		t.slow = 0;
 		t.stalls = 0;
 		t.stall_max = 0;
+		t.late = 0;
 		memset(t.rtt, 0, sizeof(*t.rtt));
+		memset(t.prompt, 0, sizeof(*t.prompt));
 	}
 	if (o->peer_pid_file != NULL) {
 		peer = read_pid(o->peer_pid_file);
@@ -328,6 +345,7 @@ send_mode(const struct opts *o)
 		res->rtt_over_5ms = t.slow;
 		res->sender_stalls = t.stalls;
 		res->sender_stall_max_us = (double)t.stall_max / (double)t.tsc_mhz;
+		res->rtt_sender_late = t.late;
 	}
 	res->stopped = testevd_stopping() != 0;
 	res->wall_ns = (t1 - t0) * 1000 / (rte_get_tsc_hz() / 1000000);
@@ -342,8 +360,10 @@ send_mode(const struct opts *o)
 		       "p99 %.1f us, p99.9 %.1f us, max %.1f us; %" PRIu64 " over 5 ms\n",
 		       t.returned, res->events_lost, res->lat_us[0], res->lat_us[1],
 		       res->lat_us[2], res->lat_us[3], t.slow);
-		printf("  sender: %" PRIu64 " stalls over 1 ms in its own spin, longest %.0f us\n",
-		       t.stalls, res->sender_stall_max_us);
+		printf("  sender: %" PRIu64 " stalls over 1 ms in its own spin, longest %.0f us; "
+		       "%" PRIu64 " round trips taken over %d us after its poll before (p99 of "
+		       "the others %.1f us)\n", t.stalls, res->sender_stall_max_us, t.late,
+		       SENDER_LATE_US, (double)hist_pct(t.prompt, 0.99) / 1e3);
 		if (res->has_peer_cpu)
 			printf("  forwarder (pid %ld) CPU over the run: %.2f %%\n", peer,
 			       res->peer_cpu_pct);

@@ -31,6 +31,24 @@ bucket_top(unsigned int b)
 	return ((16ull + (b % 16)) << (msb - 4)) + ((1ull << (msb - 4)) - 1);
 }
 
+/* A histogram as "KEY": [[bin's top ns, count], ...], its non-empty bins
+ * (16 per octave) in increasing order, so that runs can be pooled and
+ * their percentiles compared. */
+static void
+hist_json(FILE *f, const char *ind, const char *key, const struct hist *h)
+{
+	bool first = true;
+
+	fprintf(f, "%s  \"%s\": [", ind, key);
+	for (unsigned int b = 0; b < HIST_BUCKETS; b++)
+		if (h->b[b] != 0) {
+			fprintf(f, "%s[%" PRIu64 ", %" PRIu64 "]", first ? "" : ", ", bucket_top(b),
+				h->b[b]);
+			first = false;
+		}
+	fprintf(f, "],\n");
+}
+
 void
 hist_add(struct hist *h, uint64_t v)
 {
@@ -229,21 +247,16 @@ json_one(FILE *f, const struct result *r, const char *ind)
 		fprintf(f, "%s  \"arm_probe\": \"%s\",\n", ind, r->arm_probe);
 	fprintf(f, "%s  \"cpu_pct\": %.3f,\n", ind, r->cpu_pct);
 	if (r->echo) {
-		bool first = true;
-
 		fprintf(f, "%s  \"rtt_over_5ms\": %" PRIu64 ",\n", ind, r->rtt_over_5ms);
 		fprintf(f, "%s  \"sender_stalls\": %" PRIu64 ", \"sender_stall_max_us\": %.0f,\n", ind,
 			r->sender_stalls, r->sender_stall_max_us);
 		/* every round trip, binned (16 bins per octave; [top ns, count]),
 		 * so that runs can be pooled and their percentiles compared */
-		fprintf(f, "%s  \"rtt_histogram_ns\": [", ind);
-		for (unsigned int b = 0; b < HIST_BUCKETS; b++)
-			if (r->lat.b[b] != 0) {
-				fprintf(f, "%s[%" PRIu64 ", %" PRIu64 "]", first ? "" : ", ",
-					bucket_top(b), r->lat.b[b]);
-				first = false;
-			}
-		fprintf(f, "],\n");
+		hist_json(f, ind, "rtt_histogram_ns", &r->lat);
+		/* the same without those the sender took late (its own delay
+		 * is in them), which are counted */
+		fprintf(f, "%s  \"rtt_sender_late\": %" PRIu64 ",\n", ind, r->rtt_sender_late);
+		hist_json(f, ind, "rtt_prompt_histogram_ns", &r->lat_prompt);
 	}
 	if (r->has_peer_cpu)
 		fprintf(f, "%s  \"peer_cpu_pct\": %.3f,\n", ind, r->peer_cpu_pct);

@@ -140,6 +140,7 @@ struct result {
 	uint64_t rtt_over_5ms; /* --echo: round trips over 5 ms */
 	uint64_t sender_stalls;      /* --echo: gaps over 1 ms in the sender's spin */
 	double sender_stall_max_us;
+	uint64_t rtt_sender_late;    /* --echo: round trips the sender took over 50 us after its poll before */
 	bool has_peer_cpu;   /* --echo --peer-pid-file: */
 	double peer_cpu_pct; /* the forwarder's CPU over the run */
 	double events_per_s;
@@ -151,6 +152,7 @@ struct result {
 	uint64_t wall_ns, cpu_ns, mode_ns[3];
 	unsigned int runs;
 	struct hist lat;
+	struct hist lat_prompt; /* --echo: the round trips but the sender's late ones */
 };
 
 /* Add one run into an accumulator (zeroed first), then derive the figures. */
