@@ -58,11 +58,12 @@ echo_poll(struct tx *t)
 	struct rte_mbuf *pkts[32];
 	uint16_t n = rte_eth_rx_burst(t->port, 0, pkts, RTE_DIM(pkts));
 	uint64_t now = rte_rdtsc();
-	bool late = t->last_spin != 0 && now - t->last_spin > t->tsc_mhz * SENDER_LATE_US;
+	uint64_t gap = t->last_spin != 0 ? now - t->last_spin : 0; /* since its poll before */
+	bool late = gap > t->tsc_mhz * SENDER_LATE_US;
 
-	if (t->last_spin != 0 && now - t->last_spin > t->tsc_mhz * 1000) {
+	if (gap > t->tsc_mhz * 1000) {
 		t->stalls++;
-		t->stall_max = RTE_MAX(t->stall_max, now - t->last_spin);
+		t->stall_max = RTE_MAX(t->stall_max, gap);
 	}
 	t->last_spin = now;
 

@@ -250,11 +250,9 @@ json_one(FILE *f, const struct result *r, const char *ind)
 		fprintf(f, "%s  \"rtt_over_5ms\": %" PRIu64 ",\n", ind, r->rtt_over_5ms);
 		fprintf(f, "%s  \"sender_stalls\": %" PRIu64 ", \"sender_stall_max_us\": %.0f,\n", ind,
 			r->sender_stalls, r->sender_stall_max_us);
-		/* every round trip, binned (16 bins per octave; [top ns, count]),
-		 * so that runs can be pooled and their percentiles compared */
+		/* every round trip; then the count of those the sender took
+		 * late (its own delay is in them), and the others */
 		hist_json(f, ind, "rtt_histogram_ns", &r->lat);
-		/* the same without those the sender took late (its own delay
-		 * is in them), which are counted */
 		fprintf(f, "%s  \"rtt_sender_late\": %" PRIu64 ",\n", ind, r->rtt_sender_late);
 		hist_json(f, ind, "rtt_prompt_histogram_ns", &r->lat_prompt);
 	}
