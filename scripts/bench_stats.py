@@ -49,3 +49,13 @@ def p99_interval(a_runs, b_runs, rnd, draws=2000, key="rtt_histogram_ns"):
         ratios.append(pooled_p99(a, key) / pooled_p99(b, key))
     ratios.sort()
     return ratios[int(0.025 * draws)], ratios[int(0.975 * draws) - 1]
+
+
+def p99_ratio(runs, base, rnd, key="rtt_histogram_ns"):
+    """"R x (lo-hi)": pooled p99(runs) / pooled p99(base) and its 95 %
+    interval (p99_interval); "R x" alone where runs is base itself."""
+    v = pooled_p99(runs, key) / pooled_p99(base, key)
+    if runs is base:
+        return f"{v:.2f} x"
+    lo, hi = p99_interval(runs, base, rnd, key=key)
+    return f"{v:.2f} x ({lo:.2f}-{hi:.2f})"
