@@ -59,3 +59,19 @@ def p99_ratio(runs, base, rnd, key="rtt_histogram_ns"):
         return f"{v:.2f} x"
     lo, hi = p99_interval(runs, base, rnd, key=key)
     return f"{v:.2f} x ({lo:.2f}-{hi:.2f})"
+
+
+PROMPT = "rtt_prompt_histogram_ns"  # the round trips but those the sender took late
+
+
+def late_columns(runs, base, rnd, mx):
+    """The sender-late columns of a forwarder's row: the round trips the
+    sender took late (summed), the p99 (us) of the others (mx: the runs'
+    largest round trip, ns), and its ratio to base's with the interval;
+    "n/a" for runs from before testevd counted them."""
+    if not all(PROMPT in r for r in runs):
+        return "n/a", "n/a", "n/a"
+    late = str(sum(r["rtt_sender_late"] for r in runs))
+    pp = f"{pct(merged(runs, PROMPT), 0.99, mx):.1f}"
+    rel = p99_ratio(runs, base, rnd, key=PROMPT) if base and all(PROMPT in r for r in base) else "n/a"
+    return late, pp, rel
