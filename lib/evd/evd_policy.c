@@ -147,7 +147,8 @@ static const struct evd_policy_ops intr_policy = {
  * completion), nap (0 turns naps off; default 1), prewake (0 turns pre-wake
  * off; default 1), superpose (0: in loops of several sources, the context
  * rule alone; default 1), guard_us (while the last completion is under a second
- * old, bound every sleep at this; default 0: off), learn=0 (the first
+ * old, bound every sleep at this; 0: never; unset: the model picks, guard_pick),
+ * learn=0 (the first
  * version: spin B, pause, sleep), spin_pct and pause_ns (for learn=0).
  */
 #define GAP_BINS 48
@@ -156,7 +157,7 @@ static const struct evd_policy_ops intr_policy = {
 #define DECAY_EVERY 4096 /* gaps */
 #define LEARN_EVERY 256 /* idle gaps */
 #define LEARN_EARLY 64  /* idle gaps, until the first decay (DECAY_EVERY gaps) */
-#define GUARD_US 0      /* guard_us: while traffic is recent, sleep at most this (off)... */
+#define GUARD_AUTO UINT64_MAX /* guard_us unset: the model picks the bound (guard_pick)... */
 #define GUARD_WINDOW_NS 1000000000ull /* ...recent: a completion in the last second */
 #define PW_MIN_NS 50000 /* pre-wake: gaps shorter than this are not periods */
 #define PW_RUN 8        /* periodic after this many long gaps in a row... */
@@ -189,7 +190,9 @@ struct adaptive {
 	double nap_gap, nap_burst; /* at the idle gaps: gap and completions, averaged (naps only) */
 	bool naps_late;       /* naps stopped: they ended too late for the budget */
 	bool lock_in_pays;    /* L(B) exceeds the budget: lock-in saves priced latency */
-	uint64_t guard_ns;    /* guard_us: the bound on a sleep while traffic is recent, or UINT64_MAX */
+	uint64_t guard_ns;    /* the bound on a sleep while traffic is recent, or UINT64_MAX */
+	bool guard_auto;      /* guard_us unset: the model's pick per context (ctx_guard)... */
+	uint32_t guard_wakes; /* ...for at most this many timeouts a gap */
 	bool learn;
 	/* learn=0: the calibrated ski-rental rule */
 	uint64_t budget_ns, spin_ns, pause_ns;
@@ -201,6 +204,7 @@ struct adaptive {
 	int ctx;                      /* the context of the gap under way */
 	uint64_t threshold_ns;        /* for the gap under way */
 	uint64_t ctx_threshold[CONTEXTS];
+	uint64_t ctx_guard[CONTEXTS]; /* guard_us unset: the bound on its sleeps, or UINT64_MAX */
 	uint32_t ctx_own;             /* contexts whose threshold is their own (not pooled) */
 	uint64_t pooled_ns;           /* the threshold of all contexts together */
 	uint32_t idle_left;           /* idle gaps (the loop had to decide) to the next update */
@@ -471,6 +475,63 @@ sup_choose(struct adaptive *a)
 	}
 }
 
+/* The bounds guard_pick weighs, besides none. */
+static const uint64_t guard_try_ns[] = { 1000000, 2000000, 3000000, 5000000, 10000000 };
+
+/* The model's cost of a gap g under threshold t when the sleeps are
+ * bounded at G for guard_wakes timeouts: t spun, a sleep (B), and one more
+ * B for each timeout before the arrival; the arrival waits L of the last
+ * sleep only. */
+static double
+guard_cost(const struct adaptive *a, double g, double t, double G)
+{
+	double s = g - t, k;
+
+	if (g <= t)
+		return g;
+	k = fmin(floor(s / G), (double)a->guard_wakes);
+	return t + (double)a->env->sleep_wake_ns * (1 + k) +
+	       a->lambda * priced(a, evd_policy_env_wake_ns(a->env, (uint64_t)(s - k * G)));
+}
+
+/*
+ * guard_us unset: bound the sleeps or not, as the model says. Where the
+ * wake latency grows with the time asleep (L of the calibration), a sleep
+ * cut short by a timeout every G trades a B per timeout for the latency
+ * of a shorter sleep. A gap gets at most guard_wakes timeouts, as many B
+ * as the priced latency of the longest sleep (the most they can save on
+ * it): a gap far longer than the histogram foretold (a silence) costs at
+ * most that, not a B every G for the loop's whole window. Per context, over its histogram (or all contexts',
+ * while its own is young) and with its threshold, the expected cost of
+ * each bound in guard_try_ns and of none; the least wins. Gaps the
+ * threshold spins through cost the same under every bound and are left
+ * out.
+ */
+static uint64_t
+guard_pick(const struct adaptive *a, const double *w, uint64_t thr)
+{
+	double cost[RTE_DIM(guard_try_ns) + 1] = { 0 }, least;
+	double t = thr == UINT64_MAX ? INFINITY : (double)thr;
+	uint64_t best = UINT64_MAX;
+
+	for (int i = 0; i < GAP_BINS; i++) {
+		double g = bin_value(i);
+
+		if (w[i] <= 0 || g <= t)
+			continue;
+		cost[0] += w[i] * model_cost(a, g, t);
+		for (size_t k = 0; k < RTE_DIM(guard_try_ns); k++)
+			cost[k + 1] += w[i] * guard_cost(a, g, t, (double)guard_try_ns[k]);
+	}
+	least = cost[0];
+	for (size_t k = 0; k < RTE_DIM(guard_try_ns); k++)
+		if (cost[k + 1] < least) {
+			least = cost[k + 1];
+			best = guard_try_ns[k];
+		}
+	return best;
+}
+
 /* Per context, from its own histogram once it has enough weight, else from
  * all contexts together. Then, if @p decay, age the histograms (halving
  * every 4096 gaps is the decay). */
@@ -486,8 +547,12 @@ learn_threshold(struct adaptive *a, bool decay)
 		}
 	a->pooled_ns = best_threshold(a, all);
 	for (uint32_t c = 0; c < a->n_ctx_used; c++) {
-		a->ctx_threshold[c] = n[c] >= YOUNG ? best_threshold(a, a->w[c]) : a->pooled_ns;
-		a->ctx_own = n[c] >= YOUNG ? a->ctx_own | 1u << c : a->ctx_own & ~(1u << c);
+		bool own = n[c] >= YOUNG;
+
+		a->ctx_threshold[c] = own ? best_threshold(a, a->w[c]) : a->pooled_ns;
+		a->ctx_own = own ? a->ctx_own | 1u << c : a->ctx_own & ~(1u << c);
+		if (a->guard_auto)
+			a->ctx_guard[c] = guard_pick(a, own ? a->w[c] : all, a->ctx_threshold[c]);
 		for (int i = 0; decay && i < GAP_BINS; i++)
 			a->w[c][i] *= 0.5;
 	}
@@ -516,7 +581,7 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 		void **state)
 {
 	uint64_t budget_us = 0, spin_max_us = UINT64_MAX, spin_pct = 50, pause_ns = 1000,
-		 lambda_pct = 100, learn = 1, prewake = 1, guard_us = GUARD_US, nap = 1,
+		 lambda_pct = 100, learn = 1, prewake = 1, guard_us = GUARD_AUTO, nap = 1,
 		 superpose = 1;
 	const struct evd__policy_key keys[] = {
 		{ "budget_us", 0, 1000000, &budget_us },
@@ -567,7 +632,12 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 				(a->lat_budget_ns - a->nap_late_ns) / 1e3,
 				2.0 * (double)env->sleep_wake_ns / 1e3);
 	}
-	a->guard_ns = guard_us != 0 ? guard_us * 1000 : UINT64_MAX;
+	a->guard_wakes = (uint32_t)fmin(a->lambda * priced(a, (double)env->wake_ns[EVD_ENV_WAKE_POINTS - 1]) /
+					 fmax((double)env->sleep_wake_ns, 1.0), 1000.0);
+	a->guard_auto = guard_us == GUARD_AUTO && a->learn && a->guard_wakes > 0;
+	for (int c = 0; c < CONTEXTS; c++)
+		a->ctx_guard[c] = UINT64_MAX; /* none until the first update */
+	a->guard_ns = guard_us != 0 && guard_us != GUARD_AUTO ? guard_us * 1000 : UINT64_MAX;
 	a->budget_ns = spin_max_us != UINT64_MAX ? spin_max_us * 1000 : env->sleep_wake_ns;
 	a->spin_ns = a->budget_ns * spin_pct / 100;
 	a->pause_ns = pause_ns;
@@ -598,7 +668,15 @@ adaptive_destroy(void *st)
 static inline uint64_t
 guard(const struct adaptive *a, const struct evd_policy_input *in)
 {
-	return in->idle_ns < GUARD_WINDOW_NS ? a->guard_ns : UINT64_MAX;
+	uint64_t g;
+
+	if (!a->guard_auto)
+		return in->idle_ns < GUARD_WINDOW_NS ? a->guard_ns : UINT64_MAX;
+	g = a->ctx_guard[a->ctx];
+	/* the threshold, then guard_wakes timeouts (a little over, by the
+	 * timeouts' own wake latencies) */
+	return g != UINT64_MAX && in->idle_ns < a->threshold_ns + (uint64_t)a->guard_wakes * g ? g
+											  : UINT64_MAX;
 }
 
 static enum evd_action
