@@ -473,7 +473,8 @@ prewake_period(void)
  * jitter, and sleeping beats spinning through a period) adaptive sleeps
  * with a timeout that ends before the next arrival, then polls through the
  * window around it; with the default lambda (1) or prewake=0 it sleeps
- * unbounded; an irregular source (+-50 %) gets no pre-wake either. */
+ * unbounded; an irregular source (+-50 %) gets no pre-wake either. The
+ * model's guard is off here (guard_us=0): what is checked is the pre-wake. */
 static void
 prewake_case(const char *spec, bool irregular, uint64_t *sleep_arg, bool *polls_near)
 {
@@ -503,15 +504,15 @@ test_adaptive_prewake(void)
 	uint64_t arg;
 	bool near;
 
-	prewake_case("adaptive:lambda_pct=400", false, &arg, &near);
+	prewake_case("adaptive:lambda_pct=400,guard_us=0", false, &arg, &near);
 	CHECK(arg > 0 && arg < prewake_period()); /* a timeout before the next arrival */
 	CHECK(near);                              /* awake (polling) when it is due */
-	prewake_case("adaptive:lambda_pct=400,prewake=0", false, &arg, &near);
+	prewake_case("adaptive:lambda_pct=400,prewake=0,guard_us=0", false, &arg, &near);
 	CHECK_EQ(arg, 0);
 	CHECK(!near);
-	prewake_case("adaptive", false, &arg, &near);
+	prewake_case("adaptive:guard_us=0", false, &arg, &near);
 	CHECK_EQ(arg, 0); /* lambda 1: the margin costs more than the latency saved */
-	prewake_case("adaptive:lambda_pct=400", true, &arg, &near);
+	prewake_case("adaptive:lambda_pct=400,guard_us=0", true, &arg, &near);
 	CHECK_EQ(arg, 0); /* +-50 %: not periodic */
 	CHECK_EQ(evd_policy_create("adaptive:prewake=2", &(struct evd_policy *){ NULL }), -EINVAL);
 }
@@ -529,7 +530,7 @@ prewake_mixed(bool per_source, uint64_t *arg_out, uint64_t *now_out, uint64_t *n
 
 	/* spin_max_us=0: sleep at once, whatever spin the mixture's gaps would
 	 * teach on this machine (sanitizer builds have B and L of 100-250 us) */
-	CHECK_EQ(evd_policy_create("adaptive:lambda_pct=400,spin_max_us=0", &p), 0);
+	CHECK_EQ(evd_policy_create("adaptive:lambda_pct=400,spin_max_us=0,guard_us=0", &p), 0);
 	for (int i = 0; i < 600; i++) {
 		bool per = t_per <= t_rand;
 
@@ -661,6 +662,59 @@ test_adaptive_guard(void)
 	CHECK_EQ(sleep_arg("adaptive:guard_us=10000", 2000000000ull), 0);
 	CHECK_EQ(sleep_arg("adaptive", 5000000), 0);
 	CHECK_EQ(evd_policy_create("adaptive:guard_us=1000001", &(struct evd_policy *){ NULL }), -EINVAL);
+}
+
+/* guard_us unset, on a given environment (main, "guard") where the wake
+ * latency grows with the time asleep (L 10 us after 100 us, 200 us after
+ * 10 ms) and a sleep costs B = 5 us: on Poisson gaps of mean 10 ms the
+ * model bounds the sleeps (a shorter sleep buys back far more than a B),
+ * for guard_wakes timeouts a gap at most, then lets the sleep run; with the
+ * latency free (a budget over every L) or guard_us=0 it never bounds them. */
+static uint64_t
+auto_guard_after(const char *spec, uint64_t idle_past, uint64_t *bound)
+{
+	struct evd_policy *p;
+	uint64_t rnd = 5, now = 1000000000ull, arg = 0, first;
+
+	CHECK_EQ(evd_policy_create(spec, &p), 0);
+	for (int i = 0; i < 3000; i++) {
+		/* geometric in steps of 10 us, 1 in 1000 each: about
+		 * exponential, mean 10 ms */
+		do
+			now += 10000;
+		while (test_xorshift(&rnd) % 1000 != 0);
+		evd_policy_events(p, now, 1);
+	}
+	first = first_sleep_arg(p, now, 100000, bound);
+	CHECK(first != UINT64_MAX);
+	if (idle_past != 0) {
+		struct evd_policy_input in = { .now_ns = now + first + idle_past,
+					       .idle_ns = first + idle_past, .idle_rounds = 1000 };
+
+		CHECK(evd_policy_decide(p, &in, &arg) == EVD_ACTION_SLEEP);
+	}
+	evd_policy_destroy(p);
+	return arg;
+}
+
+static void
+test_adaptive_auto_guard(void)
+{
+	uint64_t bound = 0, bound0 = 0, bound_free = 0;
+	uint64_t after;
+
+	auto_guard_after("adaptive", 0, &bound);
+	printf("  Poisson 100/s: sleeps bounded at %" PRIu64 " ns\n", bound);
+	CHECK(bound >= 1000000 && bound <= 10000000);
+	/* guard_wakes = L(10 ms) / B = 40 timeouts; past them, unbounded */
+	after = auto_guard_after("adaptive", 41 * bound, &bound);
+	CHECK_EQ(after, 0);
+	after = auto_guard_after("adaptive", bound / 2, &bound);
+	CHECK_EQ(after, bound);
+	auto_guard_after("adaptive:guard_us=0", 0, &bound0);
+	CHECK_EQ(bound0, 0);
+	auto_guard_after("adaptive:budget_us=1000", 0, &bound_free);
+	CHECK_EQ(bound_free, 0);
 }
 
 static void
@@ -1064,6 +1118,18 @@ main(int argc, char **argv)
 
 		CHECK_EQ(evd_policy_env_set(&e), 0);
 		TEST(test_adaptive_superposition);
+		return 0;
+	}
+	if (argc > 1 && strcmp(argv[1], "guard") == 0) {
+		/* a wake latency that grows with the time asleep */
+		const struct evd_policy_env e = {
+			.sleep_wake_ns = 5000,
+			.wake_at_ns = { 10000, 100000, 1000000, 10000000 },
+			.wake_ns = { 10000, 10000, 60000, 200000 },
+		};
+
+		CHECK_EQ(evd_policy_env_set(&e), 0);
+		TEST(test_adaptive_auto_guard);
 		return 0;
 	}
 	TEST(test_spec_errors);
