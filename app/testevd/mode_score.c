@@ -12,7 +12,7 @@
  *         the arrival comes serves it, so spinning through a gap costs g.
  * Per idle gap g: spinning through it costs g of CPU and adds no latency;
  * sleeping after t costs t + B of CPU and adds L(g - t) of latency. A sleep
- * that ends by its timeout (l3fwd's 10 ms, adaptive's pre-wake) costs B and
+ * that ends by its timeout (l3fwd's 10 ms, adaptive's pre-wake and guard) costs B and
  * the loop runs again L(timeout) after it; an arrival in between waits.
  * cost = CPU + lambda x added latency; with a latency budget (--budget-us),
  * latency up to the budget is free: lambda x max(0, added - budget).

@@ -36,7 +36,11 @@
  *   of latency in ns of CPU, x100; default 100), `prewake` (0/1; default 1),
  *   `superpose` (0/1; default 1; 0: the context rule alone),
  *   `guard_us` (while the last completion is under a second old, bound every
- *   sleep at this, 0..1000000; default 0: off), `learn` (0: the fixed rule:
+ *   sleep at this, 0..1000000; 0: never; unset, the default: the model
+ *   bounds a context's sleeps at 1, 2, 3, 5 or 10 ms, or not, whichever
+ *   costs least over its gaps where the wake latency grows with the time
+ *   asleep, for at most as many timeouts a gap as B fits in the priced L
+ *   of the longest sleep), `learn` (0: the fixed rule:
  *   poll `spin_pct` % of a spin budget, pause `pause_ns` at a time until
  *   it, then sleep; the spin budget is `spin_max_us` or B; not with
  *   `budget_us`).
