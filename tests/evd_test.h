@@ -133,6 +133,20 @@ test_nap_budget_us(uint64_t slack_us)
 }
 
 /*
+ * A stress policy whose sleeps a guard bounds (guard_us=N, N > 0): its
+ * sleeps end by timeout on purpose, so a timeout is no missed wake there
+ * (a timeout that finds completions no notification announced still
+ * counts as a lost wakeup, which the tests check for every policy).
+ */
+static inline bool
+test_policy_bounds_sleeps(const char *spec)
+{
+	const char *g = strstr(spec, "guard_us=");
+
+	return g != NULL && strtoull(g + strlen("guard_us="), NULL, 10) > 0;
+}
+
+/*
  * The stress tests' policies: a spec as given, or "adaptive-nap": adaptive
  * with a latency budget that leaves room for naps (test_nap_budget_us) and
  * its spin capped at 50 us. *naps tells whether naps are expected.
