@@ -503,9 +503,8 @@ guard_cost(const struct adaptive *a, double g, double t, double G)
  * it): a gap far longer than the histogram foretold (a silence) costs at
  * most that, not a B every G for the loop's whole window. Per context, over its histogram (or all contexts',
  * while its own is young) and with its threshold, the expected cost of
- * each bound in guard_try_ns and of none; the least wins. Gaps the
- * threshold spins through cost the same under every bound and are left
- * out.
+ * each bound in guard_try_ns and of none; the least wins. Gaps too short
+ * for a timeout cost the same under every bound and are left out.
  */
 static uint64_t
 guard_pick(const struct adaptive *a, const double *w, uint64_t thr)
@@ -514,10 +513,16 @@ guard_pick(const struct adaptive *a, const double *w, uint64_t thr)
 	double t = thr == UINT64_MAX ? INFINITY : (double)thr;
 	uint64_t best = UINT64_MAX;
 
-	for (int i = 0; i < GAP_BINS; i++) {
-		double g = bin_value(i);
+	/* gaps shorter than the threshold and the least bound have no
+	 * timeout, the same cost under every bound: start above them */
+	if (thr >= UINT64_MAX - guard_try_ns[0])
+		return UINT64_MAX;
+	for (int i = gap_bin(thr + guard_try_ns[0]); i < GAP_BINS; i++) {
+		double g;
 
-		if (w[i] <= 0 || g <= t)
+		/* a bin halved to under 1 % of a gap weighs nothing here (the
+		 * halving never empties one): not worth a wake latency's log */
+		if (w[i] < 0.01 || (g = bin_value(i)) <= t + (double)guard_try_ns[0])
 			continue;
 		cost[0] += w[i] * model_cost(a, g, t);
 		for (size_t k = 0; k < RTE_DIM(guard_try_ns); k++)
