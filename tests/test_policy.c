@@ -1099,6 +1099,20 @@ test_loop_nap(void)
 	CHECK_EQ(evd_loop_destroy(loop), 0);
 }
 
+/* Give the process's policies an environment (before any is created): B,
+ * then L after 10 us, 100 us, 1 ms and 10 ms. */
+static void
+on_env(uint64_t b_ns, uint64_t l10us, uint64_t l100us, uint64_t l1ms, uint64_t l10ms)
+{
+	const struct evd_policy_env e = {
+		.sleep_wake_ns = b_ns,
+		.wake_at_ns = { 10000, 100000, 1000000, 10000000 },
+		.wake_ns = { l10us, l100us, l1ms, l10ms },
+	};
+
+	CHECK_EQ(evd_policy_env_set(&e), 0);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1110,25 +1124,12 @@ main(int argc, char **argv)
 		 * L(10 us) 10.5 us with L(24 ms) 1.5 ms: the periods then
 		 * grow to tens of ms, the short gaps stay a few us, and
 		 * sleeping through those is the model's right answer. */
-		const struct evd_policy_env e = {
-			.sleep_wake_ns = 5581,
-			.wake_at_ns = { 10000, 100000, 1000000, 10000000 },
-			.wake_ns = { 10773, 10773, 86585, 101382 },
-		};
-
-		CHECK_EQ(evd_policy_env_set(&e), 0);
+		on_env(5581, 10773, 10773, 86585, 101382);
 		TEST(test_adaptive_superposition);
 		return 0;
 	}
 	if (argc > 1 && strcmp(argv[1], "guard") == 0) {
-		/* a wake latency that grows with the time asleep */
-		const struct evd_policy_env e = {
-			.sleep_wake_ns = 5000,
-			.wake_at_ns = { 10000, 100000, 1000000, 10000000 },
-			.wake_ns = { 10000, 10000, 60000, 200000 },
-		};
-
-		CHECK_EQ(evd_policy_env_set(&e), 0);
+		on_env(5000, 10000, 10000, 60000, 200000); /* L grows with the time asleep */
 		TEST(test_adaptive_auto_guard);
 		return 0;
 	}

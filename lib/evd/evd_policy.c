@@ -478,17 +478,15 @@ sup_choose(struct adaptive *a)
 /* The bounds guard_pick weighs, besides none. */
 static const uint64_t guard_try_ns[] = { 1000000, 2000000, 3000000, 5000000, 10000000 };
 
-/* The model's cost of a gap g under threshold t when the sleeps are
- * bounded at G for guard_wakes timeouts: t spun, a sleep (B), and one more
- * B for each timeout before the arrival; the arrival waits L of the last
- * sleep only. */
+/* The model's cost of a gap g (longer than the threshold t) when the
+ * sleeps are bounded at G for guard_wakes timeouts: t spun, a sleep (B),
+ * and one more B for each timeout before the arrival; the arrival waits L
+ * of the last sleep only. */
 static double
 guard_cost(const struct adaptive *a, double g, double t, double G)
 {
 	double s = g - t, k;
 
-	if (g <= t)
-		return g;
 	k = fmin(floor(s / G), (double)a->guard_wakes);
 	return t + (double)a->env->sleep_wake_ns * (1 + k) +
 	       a->lambda * priced(a, evd_policy_env_wake_ns(a->env, (uint64_t)(s - k * G)));
@@ -501,10 +499,11 @@ guard_cost(const struct adaptive *a, double g, double t, double G)
  * of a shorter sleep. A gap gets at most guard_wakes timeouts, as many B
  * as the priced latency of the longest sleep (the most they can save on
  * it): a gap far longer than the histogram foretold (a silence) costs at
- * most that, not a B every G for the loop's whole window. Per context, over its histogram (or all contexts',
- * while its own is young) and with its threshold, the expected cost of
- * each bound in guard_try_ns and of none; the least wins. Gaps too short
- * for a timeout cost the same under every bound and are left out.
+ * most that, not a B every G for the loop's whole window. Per context,
+ * over its histogram (or all contexts', while its own is young) and with
+ * its threshold, the expected cost of each bound in guard_try_ns and of
+ * none; the least wins. Gaps too short for a timeout cost the same under
+ * every bound and are left out.
  */
 static uint64_t
 guard_pick(const struct adaptive *a, const double *w, uint64_t thr)
