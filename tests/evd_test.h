@@ -133,17 +133,21 @@ test_nap_budget_us(uint64_t slack_us)
 }
 
 /*
- * A stress policy whose sleeps a guard bounds (guard_us=N, N > 0): its
- * sleeps end by timeout on purpose, so a timeout is no missed wake there
- * (a timeout that finds completions no notification announced still
- * counts as a lost wakeup, which the tests check for every policy).
+ * The stress tests' sleep timeouts under @p spec: none, since each would be
+ * a missed wake; but where a guard bounds the sleeps (guard_us=N, N > 0)
+ * they end by timeout on purpose, and some must have (a timeout that finds
+ * completions no notification announced still counts as a lost wakeup,
+ * which the tests check for every policy).
  */
-static inline bool
-test_policy_bounds_sleeps(const char *spec)
+static inline void
+test_check_sleep_timeouts(const char *spec, uint64_t timeouts)
 {
 	const char *g = strstr(spec, "guard_us=");
 
-	return g != NULL && strtoull(g + strlen("guard_us="), NULL, 10) > 0;
+	if (g != NULL && strtoull(g + strlen("guard_us="), NULL, 10) > 0)
+		CHECK(timeouts > 0); /* the guard ran */
+	else
+		CHECK_EQ(timeouts, 0);
 }
 
 /*

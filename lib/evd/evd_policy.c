@@ -508,12 +508,12 @@ guard_cost(const struct adaptive *a, double g, double t, double G)
 static uint64_t
 guard_pick(const struct adaptive *a, const double *w, uint64_t thr)
 {
-	double cost[RTE_DIM(guard_try_ns) + 1] = { 0 }, least;
-	double t = thr == UINT64_MAX ? INFINITY : (double)thr;
+	double cost[RTE_DIM(guard_try_ns) + 1] = { 0 }, least, t = (double)thr;
 	uint64_t best = UINT64_MAX;
 
 	/* gaps shorter than the threshold and the least bound have no
-	 * timeout, the same cost under every bound: start above them */
+	 * timeout, the same cost under every bound: start above them (a
+	 * threshold of never leaves none) */
 	if (thr >= UINT64_MAX - guard_try_ns[0])
 		return UINT64_MAX;
 	for (int i = gap_bin(thr + guard_try_ns[0]); i < GAP_BINS; i++) {
