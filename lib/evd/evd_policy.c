@@ -180,6 +180,7 @@ struct pw_slot {
 
 struct adaptive {
 	const struct evd_policy_env *env;
+	double log_at[EVD_ENV_WAKE_POINTS]; /* log of env->wake_at_ns: wake_lat reads it */
 	double lambda;
 	uint64_t cap_ns;      /* spin_max_us, or UINT64_MAX */
 	double lat_budget_ns; /* budget_us: added latency up to this is free (0: none) */
@@ -292,6 +293,26 @@ priced(const struct adaptive *a, double latency_ns)
 	return fmax(latency_ns - a->lat_budget_ns, 0);
 }
 
+/* evd_policy_env_wake_ns with the points' logs taken once (at create): the
+ * same arithmetic, so the same figure, with one log() in place of five. */
+static double
+wake_lat(const struct adaptive *a, uint64_t g)
+{
+	const struct evd_policy_env *e = a->env;
+
+	if (g <= e->wake_at_ns[0])
+		return (double)e->wake_ns[0];
+	for (int k = 1; k < EVD_ENV_WAKE_POINTS; k++)
+		if (g <= e->wake_at_ns[k]) {
+			double f = (log((double)g) - a->log_at[k - 1]) /
+				   (a->log_at[k] - a->log_at[k - 1]);
+
+			return (double)e->wake_ns[k - 1] +
+			       f * ((double)e->wake_ns[k] - (double)e->wake_ns[k - 1]);
+		}
+	return (double)e->wake_ns[EVD_ENV_WAKE_POINTS - 1];
+}
+
 /* The model's cost of a gap g under threshold t: spun through (g <= t),
  * or t spun, then a sleep (B) and its priced wake latency. */
 static double
@@ -300,7 +321,7 @@ model_cost(const struct adaptive *a, double g, double t)
 	if (g <= t)
 		return g;
 	return t + (double)a->env->sleep_wake_ns +
-	       a->lambda * priced(a, evd_policy_env_wake_ns(a->env, (uint64_t)(g - t)));
+	       a->lambda * priced(a, wake_lat(a, (uint64_t)(g - t)));
 }
 
 /* The cost table of the model: per threshold and gap bin. */
@@ -481,15 +502,19 @@ static const uint64_t guard_try_ns[] = { 1000000, 2000000, 3000000, 5000000, 100
 /* The model's cost of a gap g (longer than the threshold t) when the
  * sleeps are bounded at G for guard_wakes timeouts: t spun, a sleep (B),
  * and one more B for each timeout before the arrival; the arrival waits L
- * of the last sleep only. */
+ * of the last sleep only. With no timeout (g - t < G) that is the cost
+ * unbounded, @p none, which the caller has already. */
 static double
-guard_cost(const struct adaptive *a, double g, double t, double G)
+guard_cost(const struct adaptive *a, double g, double t, double G, double none)
 {
-	double s = g - t, k;
+	double s = g - t, k = floor(s / G);
 
-	k = fmin(floor(s / G), (double)a->guard_wakes);
+	if (k < 1)
+		return none;
+	if (k > (double)a->guard_wakes)
+		k = (double)a->guard_wakes;
 	return t + (double)a->env->sleep_wake_ns * (1 + k) +
-	       a->lambda * priced(a, evd_policy_env_wake_ns(a->env, (uint64_t)(s - k * G)));
+	       a->lambda * priced(a, wake_lat(a, (uint64_t)(s - k * G)));
 }
 
 /*
@@ -517,15 +542,16 @@ guard_pick(const struct adaptive *a, const double *w, uint64_t thr)
 	if (thr >= UINT64_MAX - guard_try_ns[0])
 		return UINT64_MAX;
 	for (int i = gap_bin(thr + guard_try_ns[0]); i < GAP_BINS; i++) {
-		double g;
+		double g, none;
 
 		/* a bin halved to under 1 % of a gap weighs nothing here (the
 		 * halving never empties one): not worth a wake latency's log */
 		if (w[i] < 0.01 || (g = bin_value(i)) <= t + (double)guard_try_ns[0])
 			continue;
-		cost[0] += w[i] * model_cost(a, g, t);
+		none = model_cost(a, g, t);
+		cost[0] += w[i] * none;
 		for (size_t k = 0; k < RTE_DIM(guard_try_ns); k++)
-			cost[k + 1] += w[i] * guard_cost(a, g, t, (double)guard_try_ns[k]);
+			cost[k + 1] += w[i] * guard_cost(a, g, t, (double)guard_try_ns[k], none);
 	}
 	least = cost[0];
 	for (size_t k = 0; k < RTE_DIM(guard_try_ns); k++)
@@ -543,6 +569,7 @@ static void
 learn_threshold(struct adaptive *a, bool decay)
 {
 	double all[GAP_BINS] = { 0 }, n[CONTEXTS] = { 0 };
+	uint64_t pooled_guard = 0; /* 0: not picked yet (every young context shares it) */
 
 	for (uint32_t c = 0; c < a->n_ctx_used; c++)
 		for (int i = 0; i < GAP_BINS; i++) {
@@ -555,8 +582,13 @@ learn_threshold(struct adaptive *a, bool decay)
 
 		a->ctx_threshold[c] = own ? best_threshold(a, a->w[c]) : a->pooled_ns;
 		a->ctx_own = own ? a->ctx_own | 1u << c : a->ctx_own & ~(1u << c);
-		if (a->guard_auto)
-			a->ctx_guard[c] = guard_pick(a, own ? a->w[c] : all, a->ctx_threshold[c]);
+		if (a->guard_auto && own)
+			a->ctx_guard[c] = guard_pick(a, a->w[c], a->ctx_threshold[c]);
+		else if (a->guard_auto) {
+			if (pooled_guard == 0)
+				pooled_guard = guard_pick(a, all, a->pooled_ns);
+			a->ctx_guard[c] = pooled_guard;
+		}
 		for (int i = 0; decay && i < GAP_BINS; i++)
 			a->w[c][i] *= 0.5;
 	}
@@ -608,6 +640,8 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 	if (a == NULL)
 		return -ENOMEM;
 	a->env = env;
+	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++)
+		a->log_at[k] = log((double)env->wake_at_ns[k]);
 	a->learn = learn != 0;
 	a->prewake = prewake != 0;
 	a->superpose = superpose != 0;
@@ -774,7 +808,7 @@ prewake_learn(struct adaptive *a, struct pw_slot *sl, uint64_t now, uint64_t g)
 			sl->run++;
 	}
 	if (sl->run >= PW_RUN) {
-		double lat = evd_policy_env_wake_ns(a->env, (uint64_t)sl->mean);
+		double lat = wake_lat(a, (uint64_t)sl->mean);
 		double margin = 3 * sl->dev + lat;
 
 		if (margin < a->lambda * priced(a, lat) && sl->mean - margin > (double)a->threshold_ns &&
