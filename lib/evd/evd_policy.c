@@ -992,11 +992,6 @@ adaptive_update(struct adaptive *a)
 	a->next_check = a->next_decay;
 }
 
-/* A round found completions: the idle gap before it is one sample. A round
- * that found a burst (more than one) means work queued while the loop was
- * busy: a sleep now would cost every queued completion its wake latency and
- * the producers their doorbells, so the loop locks in and spins at least B
- * (the ski-rental rule) before sleeping. */
 /* adaptive_events' rare part, out of line (its tail call): a long gap the
  * loop's pre-wake learns from (g: 0 for none), then the update if one is
  * due, then the threshold of the gap's context again. */
@@ -1011,6 +1006,11 @@ events_rare(struct adaptive *a, uint64_t now, uint64_t g)
 	a->threshold_ns = a->ctx_threshold[a->ctx];
 }
 
+/* A round found completions: the idle gap before it is one sample. A round
+ * that found a burst (more than one) means work queued while the loop was
+ * busy: a sleep now would cost every queued completion its wake latency and
+ * the producers their doorbells, so the loop locks in and spins at least B
+ * (the ski-rental rule) before sleeping. */
 static void
 adaptive_events(void *st, uint64_t now, uint32_t n)
 {
@@ -1022,18 +1022,13 @@ adaptive_events(void *st, uint64_t now, uint32_t n)
 	a->lock_in = n > 1;
 	a->last_event_ns = now;
 	if (likely(now >= last)) { /* UINT64_MAX before the first */
-		int ctx;
-
 		g = now - last;
 		a->last_gap_ns = g;
 		a->w[a->ctx][gap_bin(g)] += 1.0;
 		a->samples++;
-		ctx = gap_context(g) + (int)a->slot_ctx;
-		a->ctx = ctx;
-		a->threshold_ns = a->ctx_threshold[ctx];
-	} else {
-		a->threshold_ns = a->ctx_threshold[a->ctx];
+		a->ctx = gap_context(g) + (int)a->slot_ctx;
 	}
+	a->threshold_ns = a->ctx_threshold[a->ctx];
 	/* the rare part (young thresholds, learning) out of line, and as a
 	 * tail call, so the common path saves no registers (callgrind, the
 	 * saturated ring: 55.41 instructions per event against 55.69 with
