@@ -314,7 +314,7 @@ wake_interp(const struct evd_policy_env *e, const double *log_at, uint64_t g)
 }
 
 /* The policy's L: the points' logs were taken at create (one log() a
- * figure, not three; guard_pick takes six figures a bin). */
+ * figure, not three; guard_pick takes up to six figures a bin). */
 static double
 wake_lat(const struct adaptive *a, uint64_t g)
 {
