@@ -590,13 +590,10 @@ learn_threshold(struct adaptive *a, bool decay)
 
 		a->ctx_threshold[c] = own ? best_threshold(a, a->w[c]) : a->pooled_ns;
 		a->ctx_own = own ? a->ctx_own | 1u << c : a->ctx_own & ~(1u << c);
-		if (a->guard_auto && own)
-			a->ctx_guard[c] = guard_pick(a, a->w[c], a->ctx_threshold[c]);
-		else if (a->guard_auto) {
-			if (pooled_guard == 0)
-				pooled_guard = guard_pick(a, all, a->pooled_ns);
-			a->ctx_guard[c] = pooled_guard;
-		}
+		if (a->guard_auto && !own && pooled_guard == 0)
+			pooled_guard = guard_pick(a, all, a->pooled_ns);
+		if (a->guard_auto)
+			a->ctx_guard[c] = own ? guard_pick(a, a->w[c], a->ctx_threshold[c]) : pooled_guard;
 		for (int i = 0; decay && i < GAP_BINS; i++)
 			a->w[c][i] *= 0.5;
 	}
