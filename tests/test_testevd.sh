@@ -66,6 +66,11 @@ assert isinstance(a, list) and [r["policy"] for r in a] == ["poll", "intr", "ada
 for r in a:
     assert r["events_lost"] == 0 and r["lost_wakeups"] == 0, r
     assert r["events_delivered"] > 0, r
+    # each round's rate, in order; the whole run's is their mean weighted
+    # by each run's length, so it lies between the least and the most
+    e = r["round_events_per_s"]
+    assert len(e) == 2 and min(e) > 0, e
+    assert min(e) * 0.999 <= r["events_per_s"] <= max(e) * 1.001, (e, r["events_per_s"])
 # adaptive measured the cost model at start; every report of the process
 # names it (the same one), within the library's clamp on B
 c = a[2]["calibration"]

@@ -14,16 +14,53 @@
 #define N_POLICIES 3
 
 static int
+cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Each round's adaptive / poll events/s: the median and the range. A round
+ * pairs two runs seconds apart, so a stall of the VM that hits one run moves
+ * one ratio, where it moves the sums' ratio in proportion to its length. */
+static void
+round_ratios(const double *a, const double *p, unsigned int n)
+{
+	double *r = malloc((n ? n : 1) * sizeof(*r));
+	unsigned int m = 0;
+
+	if (r == NULL)
+		return;
+	for (unsigned int k = 0; k < n; k++)
+		if (p[k] > 0)
+			r[m++] = a[k] / p[k];
+	if (m < 2) {
+		free(r);
+		return;
+	}
+	qsort(r, m, sizeof(r[0]), cmp_double);
+	printf("  adaptive / poll by round: median %.3f, %.3f to %.3f over %u rounds\n",
+	       m % 2 ? r[m / 2] : (r[m / 2 - 1] + r[m / 2]) / 2, r[0], r[m - 1], m);
+	free(r);
+}
+
+static int
 compare(const struct opts *o)
 {
 	static const char *const policies[N_POLICIES] = { "poll", "intr", "adaptive" };
 	struct result *acc, *one;
-	unsigned int n = 0;
+	double *eps; /* each run's events/s, by policy then round */
+	unsigned int n = 0, done[N_POLICIES] = { 0 };
 	int status = 0;
 
 	acc = calloc(N_POLICIES + 1, sizeof(*acc));
-	if (acc == NULL)
+	eps = calloc((size_t)N_POLICIES * o->rounds, sizeof(*eps));
+	if (acc == NULL || eps == NULL) {
+		free(acc);
+		free(eps);
 		return EXIT_RUNTIME;
+	}
 	one = &acc[N_POLICIES];
 	if (o->trace != NULL)
 		printf("testevd: trace %s on the %s source, policies poll, intr, adaptive, %u round(s)\n",
@@ -45,9 +82,13 @@ compare(const struct opts *o)
 			if (rc < 0) {
 				fprintf(stderr, "testevd: run %s failed: %s\n", p, strerror(-rc));
 				free(acc);
+				free(eps);
 				return EXIT_RUNTIME;
 			}
 			result_merge(&acc[i], one);
+			eps[i * o->rounds + done[i]++] =
+				one->wall_ns ? (double)one->events_delivered * 1e9 / (double)one->wall_ns
+					     : 0;
 			if (testevd_stopping())
 				break;
 		}
@@ -56,6 +97,10 @@ compare(const struct opts *o)
 				"(the policies did not run for the same time)\n");
 			break;
 		}
+	}
+	for (unsigned int i = 0; i < N_POLICIES; i++) {
+		acc[i].round_events_per_s = &eps[i * o->rounds];
+		acc[i].n_rounds = done[i];
 	}
 	/* a stop may leave policies that never ran: report the others */
 	for (unsigned int i = 0; i < N_POLICIES; i++)
@@ -67,9 +112,12 @@ compare(const struct opts *o)
 			status = EXIT_LOSS;
 	}
 	report_table(stdout, acc, n);
-	if (n == N_POLICIES && acc[0].events_per_s > 0 && acc[0].cpu_pct > 0)
-		printf("  adaptive / poll: %.3f x the events/s at %.3f x the CPU\n\n",
+	if (n == N_POLICIES && acc[0].events_per_s > 0 && acc[0].cpu_pct > 0) {
+		printf("  adaptive / poll: %.3f x the events/s at %.3f x the CPU\n",
 		       acc[2].events_per_s / acc[0].events_per_s, acc[2].cpu_pct / acc[0].cpu_pct);
+		round_ratios(&eps[2 * o->rounds], &eps[0], done[0] < done[2] ? done[0] : done[2]);
+		putchar('\n');
+	}
 	if (o->json != NULL) {
 		int rc = report_json(o->json, acc, n, true);
 
@@ -81,6 +129,7 @@ compare(const struct opts *o)
 	if (status == EXIT_LOSS)
 		fprintf(stderr, "testevd: FAILED: events lost or lost wakeups counted\n");
 	free(acc);
+	free(eps);
 	return status;
 }
 

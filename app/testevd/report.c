@@ -239,6 +239,12 @@ json_one(FILE *f, const struct result *r, const char *ind)
 	fprintf(f, "%s  \"events_delivered\": %" PRIu64 ",\n", ind, r->events_delivered);
 	fprintf(f, "%s  \"events_lost\": %" PRIu64 ",\n", ind, r->events_lost);
 	fprintf(f, "%s  \"events_per_s\": %.1f,\n", ind, r->events_per_s);
+	if (r->round_events_per_s != NULL) { /* --compare: each round's, in order */
+		fprintf(f, "%s  \"round_events_per_s\": [", ind);
+		for (unsigned int k = 0; k < r->n_rounds; k++)
+			fprintf(f, "%s%.1f", k ? ", " : "", r->round_events_per_s[k]);
+		fprintf(f, "],\n");
+	}
 	fprintf(f, "%s  \"lost_wakeups\": %" PRIu64 ",\n", ind, r->lost_wakeups);
 	fprintf(f, "%s  \"errors\": %" PRIu64 ",\n", ind, r->errors);
 	fprintf(f, "%s  \"stopped_by_signal\": %s,\n", ind, r->stopped ? "true" : "false");

@@ -144,6 +144,8 @@ struct result {
 	bool has_peer_cpu;   /* --echo --peer-pid-file: */
 	double peer_cpu_pct; /* the forwarder's CPU over the run */
 	double events_per_s;
+	const double *round_events_per_s; /* --compare --rounds: each round's, or NULL */
+	unsigned int n_rounds;
 	double lat_us[4]; /* p50 p99 p999 max */
 	uint64_t sleeps, wakeups, spurious_wakeups, repoll_hits, sleep_timeouts, mode_switches;
 	uint64_t naps;
