@@ -662,6 +662,16 @@ test_adaptive_guard(void)
 	CHECK_EQ(sleep_arg("adaptive:guard_us=10000", 2000000000ull), 0);
 	CHECK_EQ(sleep_arg("adaptive", 5000000), 0);
 	CHECK_EQ(evd_policy_create("adaptive:guard_us=1000001", &(struct evd_policy *){ NULL }), -EINVAL);
+	/* guard_for_us: bounded only so long after the last completion */
+	CHECK_EQ(sleep_arg("adaptive:guard_us=100,guard_for_us=1000", 800000), 100000);
+	CHECK_EQ(sleep_arg("adaptive:guard_us=100,guard_for_us=1000", 1000000), 0);
+	CHECK_EQ(sleep_arg("adaptive:guard_us=100", 1000000), 100000);
+	/* it bounds guard_us=N's sleeps: alone, or with the model's or none, an error */
+	CHECK_EQ(evd_policy_create("adaptive:guard_for_us=1000", &(struct evd_policy *){ NULL }), -EINVAL);
+	CHECK_EQ(evd_policy_create("adaptive:guard_us=0,guard_for_us=1000",
+				   &(struct evd_policy *){ NULL }), -EINVAL);
+	CHECK_EQ(evd_policy_create("adaptive:guard_us=100,guard_for_us=0",
+				   &(struct evd_policy *){ NULL }), -EINVAL);
 }
 
 /* guard_us unset, on a given environment (main, "guard") where the wake

@@ -148,6 +148,8 @@ static const struct evd_policy_ops intr_policy = {
  * off; default 1), superpose (0: in loops of several sources, the context
  * rule alone; default 1), guard_us (while the last completion is under a second
  * old, bound every sleep at this; 0: never; unset: the model picks, guard_pick),
+ * guard_for_us (with guard_us=N: how long after the last completion, instead
+ * of a second),
  * learn=0 (the first
  * version: spin B, pause, sleep), spin_pct and pause_ns (for learn=0).
  */
@@ -206,6 +208,7 @@ struct adaptive {
 	uint64_t threshold_ns;        /* for the gap under way */
 	uint64_t ctx_threshold[CONTEXTS];
 	uint64_t ctx_guard[CONTEXTS]; /* guard_us unset: the bound on its sleeps, or UINT64_MAX */
+	uint64_t guard_for_ns;        /* guard_us=N: bound the sleeps while idle under this */
 	uint32_t ctx_own;             /* contexts whose threshold is their own (not pooled) */
 	uint64_t pooled_ns;           /* the threshold of all contexts together */
 	uint32_t idle_left;           /* idle gaps (the loop had to decide) to the next update */
@@ -623,7 +626,7 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 {
 	uint64_t budget_us = 0, spin_max_us = UINT64_MAX, spin_pct = 50, pause_ns = 1000,
 		 lambda_pct = 100, learn = 1, prewake = 1, guard_us = GUARD_AUTO, nap = 1,
-		 superpose = 1;
+		 superpose = 1, guard_for_us = UINT64_MAX;
 	const struct evd__policy_key keys[] = {
 		{ "budget_us", 0, 1000000, &budget_us },
 		{ "spin_max_us", 0, 1000000, &spin_max_us },
@@ -634,6 +637,7 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 		{ "learn", 0, 1, &learn },
 		{ "prewake", 0, 1, &prewake },
 		{ "guard_us", 0, 1000000, &guard_us },
+		{ "guard_for_us", 1, 1000000, &guard_for_us },
 		{ "superpose", 0, 1, &superpose },
 	};
 	struct adaptive *a;
@@ -681,6 +685,13 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 	for (int c = 0; c < CONTEXTS; c++)
 		a->ctx_guard[c] = UINT64_MAX; /* none until the first update */
 	a->guard_ns = guard_us != 0 && guard_us != GUARD_AUTO ? guard_us * 1000 : UINT64_MAX;
+	a->guard_for_ns = guard_for_us != UINT64_MAX ? guard_for_us * 1000 : GUARD_WINDOW_NS;
+	if (guard_for_us != UINT64_MAX && (guard_us == GUARD_AUTO || guard_us == 0)) {
+		EVD_LOG(ERR, "policy adaptive: guard_for_us bounds the sleeps guard_us=N bounds; "
+			"without guard_us (the model's guard) or with guard_us=0 it has none");
+		free(a);
+		return -EINVAL;
+	}
 	a->budget_ns = spin_max_us != UINT64_MAX ? spin_max_us * 1000 : env->sleep_wake_ns;
 	a->spin_ns = a->budget_ns * spin_pct / 100;
 	a->pause_ns = pause_ns;
@@ -707,14 +718,14 @@ adaptive_destroy(void *st)
 }
 
 /* The bound on a sleep (UINT64_MAX: none): guard_ns while the last
- * completion is less than GUARD_WINDOW_NS old. */
+ * completion is less than guard_for_ns old (GUARD_WINDOW_NS unless given). */
 static inline uint64_t
 guard(const struct adaptive *a, const struct evd_policy_input *in)
 {
 	uint64_t g;
 
 	if (!a->guard_auto)
-		return in->idle_ns < GUARD_WINDOW_NS ? a->guard_ns : UINT64_MAX;
+		return in->idle_ns < a->guard_for_ns ? a->guard_ns : UINT64_MAX;
 	g = a->ctx_guard[a->ctx];
 	/* the threshold, then guard_wakes timeouts (a little over, by the
 	 * timeouts' own wake latencies) */
