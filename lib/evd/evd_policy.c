@@ -645,6 +645,11 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 
 	if (rc < 0)
 		return rc;
+	if (guard_for_us != UINT64_MAX && (guard_us == GUARD_AUTO || guard_us == 0)) {
+		EVD_LOG(ERR, "policy adaptive: guard_for_us bounds the sleeps guard_us=N bounds; "
+			"without guard_us (the model's guard) or with guard_us=0 it has none");
+		return -EINVAL;
+	}
 	a = calloc(1, sizeof(*a));
 	if (a == NULL)
 		return -ENOMEM;
@@ -686,12 +691,6 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 		a->ctx_guard[c] = UINT64_MAX; /* none until the first update */
 	a->guard_ns = guard_us != 0 && guard_us != GUARD_AUTO ? guard_us * 1000 : UINT64_MAX;
 	a->guard_for_ns = guard_for_us != UINT64_MAX ? guard_for_us * 1000 : GUARD_WINDOW_NS;
-	if (guard_for_us != UINT64_MAX && (guard_us == GUARD_AUTO || guard_us == 0)) {
-		EVD_LOG(ERR, "policy adaptive: guard_for_us bounds the sleeps guard_us=N bounds; "
-			"without guard_us (the model's guard) or with guard_us=0 it has none");
-		free(a);
-		return -EINVAL;
-	}
 	a->budget_ns = spin_max_us != UINT64_MAX ? spin_max_us * 1000 : env->sleep_wake_ns;
 	a->spin_ns = a->budget_ns * spin_pct / 100;
 	a->pause_ns = pause_ns;
