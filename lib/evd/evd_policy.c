@@ -1428,6 +1428,8 @@ struct cal {
 	int sleeper_cpu;
 	int waker_cpu;      /* atomic: where the producer ran; -1: unknown */
 	int nb;             /* B samples taken */
+	int stalls;         /* wakes left out of L as stalls */
+	int lowered;        /* points over twice a longer one's L, brought down */
 };
 
 /* Start a thread on the CPUs in @p set (or, where that is refused, as a
@@ -1569,6 +1571,33 @@ trimmed_mean(uint64_t *v, int n)
 	return sum / (uint64_t)(n - 2);
 }
 
+/* A wake this far over its point's median, and over CAL_STALL_MIN_NS, is
+ * a stall (the VM stopped the sleeper's vCPU, or the host ran something
+ * else on it), not a wake latency: a lone one in L(10 us) moved every
+ * point to 539 us once, and a process that believed it spun through every
+ * gap. Wakes of a mixture stay: 76 against 13 us is under the ratio, and
+ * a deep C-state's 100-odd us after a 2 us median is under the floor. */
+#define CAL_STALL_RATIO 16
+#define CAL_STALL_MIN_NS 500000ull
+
+/* One point's L from its counted wakes (sorted here): the trimmed mean of
+ * those that are not stalls; 0 with fewer than 3 left. */
+static uint64_t
+cal_point(uint64_t *lat, int n, int *stalls)
+{
+	uint64_t cut;
+	int keep = n;
+
+	if (n < 3)
+		return 0;
+	qsort(lat, n, sizeof(lat[0]), cmp_u64);
+	cut = RTE_MAX(lat[n / 2] * CAL_STALL_RATIO, CAL_STALL_MIN_NS);
+	while (keep > 0 && lat[keep - 1] > cut)
+		keep--;
+	*stalls += n - keep;
+	return keep >= 3 ? trimmed_mean(lat, keep) : 0;
+}
+
 /* the sleeper, pinned to one CPU; it starts the producer on the others */
 static void *
 cal_sleeper(void *arg)
@@ -1576,7 +1605,8 @@ cal_sleeper(void *arg)
 	struct cal *c = arg;
 	struct epoll_event ev = { .events = EPOLLIN }, out;
 	uint64_t cpu[2 * CAL_MAX_WAKES], lat[CAL_MAX_WAKES], ovh = UINT64_MAX;
-	int epfd, nl = 0, k = 0;
+	int epfd, nl = 0, k = 0, measured = 0;
+	uint64_t l;
 	bool ok = true;
 	cpu_set_t others;
 	pthread_t th;
@@ -1623,15 +1653,21 @@ cal_sleeper(void *arg)
 			}
 			ok = write(c->ack_fd, &one, sizeof(one)) == 8;
 		}
-		if (nl >= 3)
-			env.wake_ns[k] = trimmed_mean(lat, nl);
-		/* a longer sleep never wakes faster: keep L monotone */
-		if (k > 0 && env.wake_ns[k] < env.wake_ns[k - 1])
-			env.wake_ns[k] = env.wake_ns[k - 1];
+		if ((l = cal_point(lat, nl, &c->stalls)) != 0) {
+			env.wake_ns[k] = l;
+			measured = k + 1;
+		}
 	}
-	for (; k < EVD_ENV_WAKE_POINTS; k++) /* gave up: the fallback, kept monotone */
-		if (k > 0 && env.wake_ns[k] < env.wake_ns[k - 1])
-			env.wake_ns[k] = env.wake_ns[k - 1];
+	/* A longer sleep never wakes faster: keep L monotone. Where a point
+	 * reads higher than a longer one, the shorter is the suspect (what
+	 * delays a wake only adds to it: a stretch of stalls longer than a
+	 * point), so it comes down to the longer, not the longer up to it. */
+	for (k = measured - 2; k >= 0; k--) {
+		c->lowered += env.wake_ns[k] > 2 * env.wake_ns[k + 1];
+		env.wake_ns[k] = RTE_MIN(env.wake_ns[k], env.wake_ns[k + 1]);
+	}
+	for (k = RTE_MAX(measured, 1); k < EVD_ENV_WAKE_POINTS; k++) /* gave up: the fallback */
+		env.wake_ns[k] = RTE_MAX(env.wake_ns[k], env.wake_ns[k - 1]);
 	__atomic_store_n(&c->stop, 1, __ATOMIC_RELEASE);
 	pthread_join(th, NULL);
 	if (c->nb >= 5) {
@@ -1674,6 +1710,11 @@ calibrate(void)
 	EVD_LOG(INFO, "calibrated wake latency L(10us, 100us, 1ms, 10ms): %" PRIu64 " %" PRIu64
 		" %" PRIu64 " %" PRIu64 " ns", env.wake_ns[0], env.wake_ns[1], env.wake_ns[2],
 		env.wake_ns[3]);
+	if (c.stalls > 0 || c.lowered > 0)
+		EVD_LOG(NOTICE, "calibration: %d wakes left out of L as stalls (over %d x their "
+			"point's median and %llu us); %d points read over twice a longer sleep's "
+			"and came down to it", c.stalls, CAL_STALL_RATIO,
+			CAL_STALL_MIN_NS / 1000, c.lowered);
 	if (c.nb < 5)
 		EVD_LOG(NOTICE, "calibration: too few wakes measured, B and L are typical VM "
 			"figures; give measured ones with evd_policy_env_set()");
