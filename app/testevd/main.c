@@ -5,6 +5,7 @@
  *   testevd [EAL options --] [testevd options]
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <limits.h>
@@ -51,34 +52,74 @@ has_opt(int argc, char **argv, const char *const *names)
 }
 
 /* --calibration FILE: one line "B L(10us) L(100us) L(1ms) L(10ms)" in ns
- * ('#' comments), as --save-calibration writes it. */
+ * ('#' comments, blank lines), as --save-calibration writes it. Anything
+ * else is refused, with the line: a second line of numbers, a sign, a
+ * value out of range (B 1 ns to 10 ms, L up to 1 s: the most a machine's
+ * sleep or wake can plausibly cost; beyond, the model's figures overflow). */
+#define CAL_B_MAX_NS 10000000ull
+#define CAL_L_MAX_NS 1000000000ull
+
 static int
 calibration_load(const char *path)
 {
 	struct evd_policy_env e = { .wake_at_ns = { 10000, 100000, 1000000, 10000000 } };
 	unsigned long long v[5];
-	char line[256];
+	char *line = NULL;
+	size_t cap = 0, lineno = 0;
 	FILE *f = fopen(path, "r");
 	int got = 0, rc;
+	const char *why = NULL;
+	ssize_t len;
 
 	if (f == NULL) {
 		fprintf(stderr, "testevd: --calibration %s: %s\n", path, strerror(errno));
 		return EXIT_USAGE;
 	}
-	while (got == 0 && fgets(line, sizeof(line), f) != NULL) {
-		char extra;
+	while (why == NULL && (len = getline(&line, &cap, f)) > 0) {
+		char *p = line + strspn(line, " \t\r\n"), *end;
 
-		if (line[0] == '#' || strspn(line, " \t\r\n") == strlen(line))
-			continue;
-		if (sscanf(line, "%llu %llu %llu %llu %llu %c", &v[0], &v[1], &v[2], &v[3], &v[4],
-			   &extra) != 5)
+		lineno++;
+		if (memchr(line, '\0', (size_t)len) != NULL) {
+			why = "a NUL byte";
 			break;
-		got = 1;
+		}
+		if (*p == '#' || *p == '\0')
+			continue;
+		if (got) {
+			why = "a second line of numbers (one line: B and the 4 L)";
+			break;
+		}
+		for (int k = 0; k < 5 && why == NULL; k++) {
+			p += strspn(p, " \t");
+			if (*p < '0' || *p > '9') {
+				why = "expected 5 unsigned numbers in ns";
+				break;
+			}
+			errno = 0;
+			v[k] = strtoull(p, &end, 10);
+			if (strchr(" \t\r\n", *end) == NULL) { /* also "0x10", "5e3" */
+				why = "expected 5 unsigned numbers in ns";
+				break;
+			}
+			if (errno != 0 || v[k] > (k == 0 ? CAL_B_MAX_NS : CAL_L_MAX_NS) ||
+			    (k == 0 && v[k] == 0))
+				why = "a value out of range (B from 1 ns to 10 ms, L up to 1 s)";
+			p = end;
+		}
+		if (why == NULL && p[strspn(p, " \t\r\n")] != '\0')
+			why = "more than 5 numbers, or text after them";
+		got = why == NULL;
 	}
+	free(line);
 	fclose(f);
-	if (!got || v[0] == 0) {
-		fprintf(stderr, "testevd: --calibration %s: expected one line of 5 numbers in ns: "
-			"B L(10us) L(100us) L(1ms) L(10ms), B > 0\n", path);
+	if (why == NULL && !got) {
+		fprintf(stderr, "testevd: --calibration %s: no line of numbers; the file is one line "
+			"of 5 numbers in ns: B L(10us) L(100us) L(1ms) L(10ms)\n", path);
+		return EXIT_USAGE;
+	}
+	if (why != NULL) {
+		fprintf(stderr, "testevd: --calibration %s: line %zu: %s; the file is one line of 5 "
+			"numbers in ns: B L(10us) L(100us) L(1ms) L(10ms)\n", path, lineno, why);
 		return EXIT_USAGE;
 	}
 	e.sleep_wake_ns = v[0];
@@ -220,14 +261,32 @@ main(int argc, char **argv)
 	 * MSG_NOSIGNAL), which would kill the receiver before it reports. */
 	signal(SIGPIPE, SIG_IGN);
 	if (o.json != NULL && strcmp(o.json, "-") != 0) {
-		FILE *f = fopen(o.json, "w");
+		/* writable? without touching a report already there (a run
+		 * refused later for bad input must not have emptied it): one
+		 * that exists must be writable; else create it and take it
+		 * away again */
+		int fd = access(o.json, F_OK) == 0 ? (access(o.json, W_OK) == 0 ? INT_MAX : -1)
+						   : open(o.json, O_WRONLY | O_CREAT | O_EXCL, 0644);
 
-		if (f == NULL) {
+		if (fd < 0) {
 			fprintf(stderr, "%s: cannot write --json '%s': %s\n", argv[0], o.json,
 				strerror(errno));
 			return EXIT_USAGE;
 		}
-		fclose(f);
+		if (fd != INT_MAX) {
+			close(fd);
+			unlink(o.json);
+		}
+	} else if (o.json != NULL) {
+		/* --json -: the JSON alone on stdout, what testevd prints on stderr */
+		int fd = dup(STDOUT_FILENO);
+
+		fflush(stdout);
+		if (fd < 0 || (report_json_stdout = fdopen(fd, "w")) == NULL ||
+		    dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+			fprintf(stderr, "%s: --json -: %s\n", argv[0], strerror(errno));
+			return EXIT_RUNTIME;
+		}
 	}
 
 	/* a trace that cannot be read or made is bad input: say so now, not

@@ -380,13 +380,17 @@ simulate(const char *spec, const struct trace *t, double lambda, struct score *s
 static void
 score_json(FILE *f, const struct score *s, const char *trace, const struct hindsight *h, bool last)
 {
-	fprintf(f, "  {\"policy\": \"%s\", \"trace\": \"%s\", \"events\": %" PRIu64
+	fputs("  {\"policy\": ", f);
+	report_json_str(f, s->policy);
+	fputs(", \"trace\": ", f);
+	report_json_str(f, trace);
+	fprintf(f, ", \"events\": %" PRIu64
 		", \"competitive_ratio\": %.4f, \"cost\": %.0f, \"oracle_cost\": %.0f, "
 		"\"hindsight_ratio\": %.4f, \"hindsight_context_ratio\": %.4f, "
 		"\"cpu_pct\": %.3f, \"latency_us\": {\"p50\": %.3f, \"p99\": %.3f, \"p999\": %.3f}, "
 		"\"mode_switches\": %" PRIu64 ", \"sleeps\": %" PRIu64 ", \"naps\": %" PRIu64
 		", \"budget_us\": %.0f, ",
-		s->policy, trace, s->events, s->oracle_cost > 0 ? s->cost / s->oracle_cost : 1.0,
+		s->events, s->oracle_cost > 0 ? s->cost / s->oracle_cost : 1.0,
 		s->cost, s->oracle_cost, h->ratio, h->ctx_ratio,
 		s->total_ns > 0 ? 100.0 * s->cpu_ns / s->total_ns : 0,
 		(double)hist_pct(&s->lat, 0.5) / 1e3, (double)hist_pct(&s->lat, 0.99) / 1e3,
@@ -463,8 +467,10 @@ score_mode(const struct opts *o)
 			free(s);
 			return EXIT_USAGE;
 		}
+		/* a trace of zero gaps has no cost and no time: as the JSON */
 		printf("  %-34.34s %9.3f %8.2f %10.2f %10.2f %10.2f %9" PRIu64 "\n", s[i].policy,
-		       s[i].cost / s[i].oracle_cost, 100.0 * s[i].cpu_ns / s[i].total_ns,
+		       s[i].oracle_cost > 0 ? s[i].cost / s[i].oracle_cost : 1.0,
+		       s[i].total_ns > 0 ? 100.0 * s[i].cpu_ns / s[i].total_ns : 0,
 		       (double)hist_pct(&s[i].lat, 0.5) / 1e3, (double)hist_pct(&s[i].lat, 0.99) / 1e3,
 		       (double)hist_pct(&s[i].lat, 0.999) / 1e3, s[i].switches);
 	}
@@ -484,7 +490,7 @@ score_mode(const struct opts *o)
 	}
 	printf("\n");
 	if (rc >= 0 && o->json != NULL) {
-		jf = strcmp(o->json, "-") == 0 ? stdout : fopen(o->json, "w");
+		jf = report_json_open(o->json);
 		if (jf == NULL) {
 			rc = -errno;
 		} else {
@@ -492,9 +498,10 @@ score_mode(const struct opts *o)
 			for (size_t i = 0; i < n; i++)
 				score_json(jf, &s[i], t->name, &h, i + 1 == n);
 			fprintf(jf, "]\n");
-			if (jf != stdout)
-				fclose(jf);
+			rc = report_json_close(jf);
 		}
+		if (rc < 0)
+			fprintf(stderr, "testevd: --json %s: %s\n", o->json, strerror(-rc));
 	}
 	if (rc >= 0 && o->timeline != NULL) {
 		rc = timeline_out(o->timeline, &s[0]); /* adaptive comes first in --compare */

@@ -221,18 +221,62 @@ report_json_calibration(FILE *f)
 	fputs("]}", f);
 }
 
+void
+report_json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+		if (*c == '"' || *c == '\\')
+			fprintf(f, "\\%c", *c);
+		else if (*c < 0x20)
+			fprintf(f, "\\u%04x", *c);
+		else
+			fputc(*c, f);
+	}
+	fputc('"', f);
+}
+
+FILE *report_json_stdout;
+
+FILE *
+report_json_open(const char *path)
+{
+	if (strcmp(path, "-") == 0)
+		return report_json_stdout != NULL ? report_json_stdout : stdout;
+	return fopen(path, "w");
+}
+
+int
+report_json_close(FILE *f)
+{
+	int rc = ferror(f) ? -EIO : 0;
+
+	if (f == stdout || f == report_json_stdout) {
+		if (fflush(f) != 0 && rc == 0)
+			rc = -errno;
+	} else if (fclose(f) != 0 && rc == 0) {
+		rc = -errno;
+	}
+	return rc;
+}
+
 static void
 json_one(FILE *f, const struct result *r, const char *ind)
 {
 	fprintf(f, "%s{\n", ind);
-	fprintf(f, "%s  \"policy\": \"%s\",\n", ind, r->policy);
+	fprintf(f, "%s  \"policy\": ", ind);
+	report_json_str(f, r->policy);
+	fputs(",\n", f);
 	/* the process's cost model (measured or given): null if no policy
 	 * of the process needed one */
 	fprintf(f, "%s  ", ind);
 	report_json_calibration(f);
 	fputs(",\n", f);
-	fprintf(f, "%s  \"source\": \"%s\",\n", ind, r->source);
-	fprintf(f, "%s  \"pattern\": \"%s\",\n", ind, r->pattern);
+	fprintf(f, "%s  \"source\": ", ind);
+	report_json_str(f, r->source);
+	fprintf(f, ",\n%s  \"pattern\": ", ind);
+	report_json_str(f, r->pattern);
+	fputs(",\n", f);
 	fprintf(f, "%s  \"runs\": %u,\n", ind, r->runs);
 	fprintf(f, "%s  \"duration_s\": %.3f,\n", ind, r->duration_s);
 	fprintf(f, "%s  \"events_sent\": %" PRIu64 ",\n", ind, r->events_sent);
@@ -290,8 +334,7 @@ json_one(FILE *f, const struct result *r, const char *ind)
 int
 report_json(const char *path, const struct result *r, unsigned int n, bool array)
 {
-	FILE *f = strcmp(path, "-") == 0 ? stdout : fopen(path, "w");
-	int rc = 0;
+	FILE *f = report_json_open(path);
 
 	if (f == NULL)
 		return -errno;
@@ -306,11 +349,7 @@ report_json(const char *path, const struct result *r, unsigned int n, bool array
 		json_one(f, &r[0], "");
 		fputc('\n', f);
 	}
-	if (ferror(f))
-		rc = -EIO;
-	if (f != stdout && fclose(f) != 0 && rc == 0)
-		rc = -errno;
-	return rc;
+	return report_json_close(f);
 }
 
 /* ---- timelines (--timeline): CSV, or SVG when the name ends in .svg ---- */

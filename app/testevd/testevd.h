@@ -7,7 +7,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 
-#define TESTEVD_POLICY_MAX 128
+#define TESTEVD_POLICY_MAX 256 /* a spec's most, with its NUL (the library's) */
 
 /* testevd's pseudo-random numbers (xorshift64): gaps, generators. */
 static inline uint64_t
@@ -170,6 +170,14 @@ int report_json(const char *path, const struct result *r, unsigned int n, bool a
 /* "calibration": the process's B and L(g), measured or given, or null (no
  * policy of the process needed them): one JSON member, no comma. */
 void report_json_calibration(FILE *f);
+/* s as a JSON string, quoted and escaped. */
+void report_json_str(FILE *f, const char *s);
+/* --json FILE: open it for writing; '-': the process's stdout, which main
+ * keeps in report_json_stdout while everything else printed goes to stderr. */
+extern FILE *report_json_stdout;
+FILE *report_json_open(const char *path);
+/* Flush and close (stdout: flush only); 0 or a negative errno. */
+int report_json_close(FILE *f);
 /* --timeline: n windows starting at t_s; CSV, or SVG if path ends in .svg. */
 int timeline_write(const char *path, const char *title, unsigned int n, const double *t_s,
 		   const double *rate, const double *cpu_pct, const double *sleep_pct);

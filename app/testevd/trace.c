@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Arrival traces. See trace.h. */
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,8 +12,9 @@
 #include "testevd.h"
 #include "trace.h"
 
-#define MAX_EVENTS (50u * 1000 * 1000)
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
+/* One more arrival; the trace's name is set (the messages name it). */
 static int
 push(struct trace *t, size_t *cap, uint64_t gap, uint32_t src)
 {
@@ -20,15 +23,20 @@ push(struct trace *t, size_t *cap, uint64_t gap, uint32_t src)
 		uint64_t *g;
 		uint32_t *s;
 
-		if (c > MAX_EVENTS)
+		if (*cap >= TRACE_MAX_EVENTS) {
+			fprintf(stderr, "trace %s: more than %u arrivals, the most a trace may have\n",
+				t->name, TRACE_MAX_EVENTS);
 			return -E2BIG;
+		}
+		if (c > TRACE_MAX_EVENTS)
+			c = TRACE_MAX_EVENTS;
 		g = realloc(t->gap_ns, c * sizeof(*g));
 		if (g == NULL)
-			return -ENOMEM;
+			goto nomem;
 		t->gap_ns = g;
 		s = realloc(t->source, c * sizeof(*s));
 		if (s == NULL)
-			return -ENOMEM;
+			goto nomem;
 		t->source = s;
 		*cap = c;
 	}
@@ -36,6 +44,9 @@ push(struct trace *t, size_t *cap, uint64_t gap, uint32_t src)
 	t->source[t->n] = src;
 	t->n++;
 	return 0;
+nomem:
+	fprintf(stderr, "trace %s: out of memory at %zu arrivals\n", t->name, t->n);
+	return -ENOMEM;
 }
 
 void
@@ -59,10 +70,13 @@ trace_parse_text(const char *buf, size_t len, const char *name, struct trace *t)
 		size_t k = 0;
 		char *p, *end;
 		unsigned long long gap, src = 0;
+		bool nul = false;
 
 		line++;
 		while (i < len && buf[i] != '\n') {
-			if (k < sizeof(l) - 1)
+			if (buf[i] == '\0')
+				nul = true;
+			else if (k < sizeof(l) - 1)
 				l[k++] = buf[i];
 			else
 				rc = -EINVAL; /* line too long */
@@ -70,6 +84,14 @@ trace_parse_text(const char *buf, size_t len, const char *name, struct trace *t)
 		}
 		i++;
 		l[k] = '\0';
+		if (nul) {
+			/* the line's text stops there for every string function:
+			 * what follows would be lost without a word */
+			fprintf(stderr, "trace %s: line %zu: a NUL byte (not a text trace?)\n", name,
+				line);
+			rc = -EINVAL;
+			break;
+		}
 		if (rc < 0) {
 			fprintf(stderr, "trace %s: line %zu: longer than %zu bytes\n", name, line,
 				sizeof(l) - 1);
@@ -89,7 +111,7 @@ trace_parse_text(const char *buf, size_t len, const char *name, struct trace *t)
 		}
 		errno = 0;
 		gap = strtoull(p, &end, 10);
-		if (errno != 0 || gap > UINT64_C(3600000000000)) {
+		if (errno != 0 || gap > TRACE_MAX_GAP_NS) {
 			fprintf(stderr, "trace %s: line %zu: gap out of range (at most an hour)\n", name,
 				line);
 			rc = -EINVAL;
@@ -125,32 +147,71 @@ trace_parse_text(const char *buf, size_t len, const char *name, struct trace *t)
 	return rc;
 }
 
-static int
-load_pcap(const char *path, struct trace *t)
+/* A capture's gaps: between the packets' timestamps. Damage is said, not
+ * skipped over: a timestamp that cannot be (negative, a fraction of a
+ * second of 10^9 ns or more, a gap over an hour) refuses the capture; a
+ * packet stamped before the one before it (captures merged from several
+ * queues) counts as arriving with it (gap 0), and the next gap runs from
+ * the latest time seen, so the trace spans what the capture spans; a
+ * capture cut short (tcpdump killed mid-write) keeps the packets before
+ * the damage. Both with a warning. */
+int
+trace_load_pcap(FILE *f, const char *name, struct trace *t)
 {
 	char err[PCAP_ERRBUF_SIZE];
-	pcap_t *pc = pcap_open_offline_with_tstamp_precision(path, PCAP_TSTAMP_PRECISION_NANO, err);
+	pcap_t *pc = pcap_fopen_offline_with_tstamp_precision(f, PCAP_TSTAMP_PRECISION_NANO, err);
 	struct pcap_pkthdr *h;
 	const u_char *data;
 	uint64_t prev = 0;
-	size_t cap = 0;
-	int rc = 0, r;
+	size_t cap = 0, back = 0;
+	int rc = 0, r = 0;
 
 	if (pc == NULL) {
-		fprintf(stderr, "trace %s: %s\n", path, err);
+		fprintf(stderr, "trace %s: %s\n", name, err);
+		fclose(f);
 		return -EINVAL;
 	}
 	memset(t, 0, sizeof(*t));
-	snprintf(t->name, sizeof(t->name), "%s", strrchr(path, '/') ? strrchr(path, '/') + 1 : path);
+	snprintf(t->name, sizeof(t->name), "%s", name);
 	while (rc == 0 && (r = pcap_next_ex(pc, &h, &data)) == 1) {
-		uint64_t ts = (uint64_t)h->ts.tv_sec * 1000000000ull + (uint64_t)h->ts.tv_usec;
+		int64_t sec = (int64_t)h->ts.tv_sec, frac = (int64_t)h->ts.tv_usec;
+		uint64_t ts, gap = 0;
 
-		rc = push(t, &cap, t->n == 0 || ts < prev ? 0 : ts - prev, 0);
-		prev = ts;
+		/* libpcap gives nanoseconds in tv_usec (the precision asked);
+		 * seconds up to 2^34, past year 2500, stay within 64 bits */
+		if (sec < 0 || sec >= INT64_C(1) << 34 || frac < 0 || frac >= 1000000000) {
+			fprintf(stderr, "trace %s: packet %zu: timestamp %" PRId64 " s + %" PRId64
+				" ns is not a time\n", name, t->n + 1, sec, frac);
+			rc = -EINVAL;
+			break;
+		}
+		ts = (uint64_t)sec * 1000000000ull + (uint64_t)frac;
+		if (t->n > 0 && ts < prev)
+			back++;
+		else if (t->n > 0)
+			gap = ts - prev;
+		if (gap > TRACE_MAX_GAP_NS) {
+			fprintf(stderr, "trace %s: packet %zu: %.1f s after the one before it; a trace's "
+				"gaps are at most an hour\n", name, t->n + 1, (double)gap / 1e9);
+			rc = -EINVAL;
+			break;
+		}
+		rc = push(t, &cap, gap, 0);
+		if (ts > prev)
+			prev = ts;
 	}
-	pcap_close(pc);
-	if (rc == 0 && t->n < 2)
+	if (rc == 0 && r == -1)
+		fprintf(stderr, "trace %s: warning: %s; the trace is the %zu packets before it\n",
+			name, pcap_geterr(pc), t->n);
+	if (rc == 0 && back > 0)
+		fprintf(stderr, "trace %s: warning: %zu packets are stamped before the one before "
+			"them; each counts as arriving with it (gap 0)\n", name, back);
+	pcap_close(pc); /* closes f */
+	if (rc == 0 && t->n < 2) {
+		fprintf(stderr, "trace %s: %zu packets; a trace is the gaps between packets, it needs "
+			"2 or more\n", name, t->n);
 		rc = -EINVAL;
+	}
 	if (rc < 0)
 		trace_free(t);
 	return rc;
@@ -176,67 +237,90 @@ struct gen_args {
 
 #define GEN_PERIOD_STEP 0.41 /* periodic, sources=N: source k's period is P (1 + 0.41 k) */
 
+/* The keys each generator takes (day: none), in struct gen_args order. */
+static const char *const gen_keys[] = { "rate", "on_ms", "off_ms", "alpha", "mean_us", "period_us",
+					"jitter_us", "sources" };
+static const struct {
+	const char *name;
+	unsigned int keys; /* bit k: gen_keys[k] */
+} gen_kinds[] = {
+	{ "poisson", 1u << 0 }, { "onoff", 7u << 0 }, { "pareto", 3u << 3 },
+	{ "periodic", 7u << 5 }, { "day", 0 },
+};
+
+/* KEY=VALUE,... into a: each key at most once, one the generator takes, a
+ * value that is a positive finite number. */
 static int
 gen_param(const char *name, char *params, struct gen_args *a)
 {
-	for (char *item = strtok(params, ","); item != NULL; item = strtok(NULL, ",")) {
-		char *eq = strchr(item, '='), *end;
-		double v;
-		double *dst = NULL;
+	double *dst[] = { &a->rate, &a->on_ms, &a->off_ms, &a->alpha, &a->mean_us, &a->period_us,
+			  &a->jitter_us, &a->sources };
+	unsigned int takes = 0, seen = 0;
+	char *item = params;
 
+	for (size_t i = 0; i < NELEM(gen_kinds); i++)
+		if (strcmp(gen_kinds[i].name, name) == 0)
+			takes = gen_kinds[i].keys;
+	for (bool more = true; more;) {
+		char *comma = strchr(item, ','), *eq, *end;
+		size_t k;
+		double v;
+
+		more = comma != NULL;
+		if (more)
+			*comma = '\0';
+		eq = strchr(item, '=');
 		if (eq == NULL) {
 			fprintf(stderr, "trace generator %s: '%s' is not KEY=VALUE\n", name, item);
 			return -EINVAL;
 		}
 		*eq = '\0';
+		for (k = 0; k < NELEM(gen_keys) && strcmp(item, gen_keys[k]) != 0; k++)
+			;
+		if (k == NELEM(gen_keys) || !(takes & 1u << k)) {
+			fprintf(stderr, "trace generator %s: %s key '%s'%s\n", name,
+				k == NELEM(gen_keys) ? "unknown" : "no", item,
+				takes == 0 ? " (it takes none)" : "");
+			return -EINVAL;
+		}
+		if (seen & 1u << k) {
+			fprintf(stderr, "trace generator %s: %s given twice\n", name, item);
+			return -EINVAL;
+		}
+		seen |= 1u << k;
 		v = strtod(eq + 1, &end);
 		if (*end != '\0' || !(v > 0) || !isfinite(v)) {
 			fprintf(stderr, "trace generator %s: %s: bad value '%s'\n", name, item, eq + 1);
 			return -EINVAL;
 		}
-		if (strcmp(item, "rate") == 0)
-			dst = &a->rate;
-		else if (strcmp(item, "on_ms") == 0)
-			dst = &a->on_ms;
-		else if (strcmp(item, "off_ms") == 0)
-			dst = &a->off_ms;
-		else if (strcmp(item, "alpha") == 0)
-			dst = &a->alpha;
-		else if (strcmp(item, "mean_us") == 0)
-			dst = &a->mean_us;
-		else if (strcmp(item, "period_us") == 0)
-			dst = &a->period_us;
-		else if (strcmp(item, "jitter_us") == 0)
-			dst = &a->jitter_us;
-		else if (strcmp(item, "sources") == 0)
-			dst = &a->sources;
-		if (dst == NULL) {
-			fprintf(stderr, "trace generator %s: unknown key '%s'\n", name, item);
-			return -EINVAL;
-		}
-		*dst = v;
+		*dst[k] = v;
+		if (more)
+			item = comma + 1;
+	}
+	if (a->rate > 1e9) {
+		fprintf(stderr, "trace generator %s: rate at most 1e9 arrivals/s (one a ns)\n", name);
+		return -EINVAL;
 	}
 	return 0;
 }
-
-static const char *const generators[] = { "poisson", "onoff", "pareto", "periodic", "day" };
 
 int
 trace_is_generator(const char *spec)
 {
 	size_t n = strcspn(spec, ":");
 
-	for (size_t i = 0; i < sizeof(generators) / sizeof(generators[0]); i++)
-		if (strlen(generators[i]) == n && strncmp(spec, generators[i], n) == 0)
+	for (size_t i = 0; i < NELEM(gen_kinds); i++)
+		if (strlen(gen_kinds[i].name) == n && strncmp(spec, gen_kinds[i].name, n) == 0)
 			return 1;
 	return 0;
 }
 
-static uint64_t
+/* One gap, in ns (not yet checked: extreme parameters make any double). */
+static double
 gen_one(const char *kind, const struct gen_args *a, uint64_t *rnd, double *phase_ns)
 {
 	if (strcmp(kind, "poisson") == 0)
-		return (uint64_t)expo(rnd, 1e9 / a->rate);
+		return expo(rnd, 1e9 / a->rate);
 	if (strcmp(kind, "onoff") == 0) {
 		double g = expo(rnd, 1e9 / a->rate);
 
@@ -245,16 +329,29 @@ gen_one(const char *kind, const struct gen_args *a, uint64_t *rnd, double *phase
 			*phase_ns = 0;
 			g += a->off_ms * 1e6;
 		}
-		return (uint64_t)g;
+		return g;
 	}
 	if (strcmp(kind, "pareto") == 0) {
 		/* x_m chosen so that the mean is mean_us: mean = alpha x_m / (alpha - 1) */
 		double xm = a->mean_us * 1e3 * (a->alpha - 1) / a->alpha;
 
-		return (uint64_t)(xm / pow(uniform(rnd), 1.0 / a->alpha));
+		return xm / pow(uniform(rnd), 1.0 / a->alpha);
 	}
 	/* periodic */
-	return (uint64_t)fmax(0, a->period_us * 1e3 + (uniform(rnd) * 2 - 1) * a->jitter_us * 1e3);
+	return fmax(0, a->period_us * 1e3 + (uniform(rnd) * 2 - 1) * a->jitter_us * 1e3);
+}
+
+/* A generated gap: at most an hour, as any trace's (extreme parameters
+ * make gaps no trace may have, even inf, which no integer holds). */
+static int
+gen_push(struct trace *t, size_t *cap, double g, uint32_t src)
+{
+	if (!(g <= (double)TRACE_MAX_GAP_NS)) {
+		fprintf(stderr, "trace generator %s: a gap of %.3g s: a trace's gaps are at most an "
+			"hour\n", t->name, g / 1e9);
+		return -EINVAL;
+	}
+	return push(t, cap, (uint64_t)g, src);
 }
 
 /* periodic:sources=N: N periodic sources, independent, source k (id k + 1)
@@ -280,7 +377,7 @@ generate_sources(const struct gen_args *a, uint64_t *rnd, size_t events, struct 
 		for (int j = 1; j < n; j++)
 			if (next[j] < next[k])
 				k = j;
-		rc = push(t, &cap, (uint64_t)fmax(0, next[k] - last), (uint32_t)k + 1);
+		rc = gen_push(t, &cap, fmax(0, next[k] - last), (uint32_t)k + 1);
 		last = fmax(last, next[k]);
 		/* jitter around the source's own schedule, not its last arrival */
 		base[k] += period[k];
@@ -300,8 +397,11 @@ generate(const char *spec, uint64_t seed, size_t events, struct trace *t)
 	size_t cap = 0;
 	int rc = 0;
 
-	if (strlen(spec) >= sizeof(buf))
+	if (strlen(spec) >= sizeof(buf)) {
+		fprintf(stderr, "trace generator: a spec of %zu characters, the most is %zu\n",
+			strlen(spec), sizeof(buf) - 1);
 		return -EINVAL;
+	}
 	strcpy(buf, spec);
 	colon = strchr(buf, ':');
 	if (colon != NULL) {
@@ -334,7 +434,7 @@ generate(const char *spec, uint64_t seed, size_t events, struct trace *t)
 		return rc;
 	}
 	for (size_t i = 0; i < events && rc == 0; i++) {
-		uint64_t g;
+		double g;
 
 		if (strcmp(buf, "day") == 0) {
 			/* five stretches: quiet, busy, bursty, periodic, heavy-tailed */
@@ -352,11 +452,28 @@ generate(const char *spec, uint64_t seed, size_t events, struct trace *t)
 		} else {
 			g = gen_one(buf, &a, &rnd, &phase);
 		}
-		rc = push(t, &cap, g, 0);
+		rc = gen_push(t, &cap, g, 0);
 	}
 	if (rc < 0)
 		trace_free(t);
 	return rc;
+}
+
+/* A pcap file (either byte order, microsecond or nanosecond) or a pcapng
+ * section header: all four bytes, so that a text trace beginning with an
+ * empty line and a CR is not taken for one. */
+static bool
+is_capture(const unsigned char *m)
+{
+	static const unsigned char magics[][4] = {
+		{ 0xd4, 0xc3, 0xb2, 0xa1 }, { 0xa1, 0xb2, 0xc3, 0xd4 }, { 0x4d, 0x3c, 0xb2, 0xa1 },
+		{ 0xa1, 0xb2, 0x3c, 0x4d }, { 0x0a, 0x0d, 0x0d, 0x0a },
+	};
+
+	for (size_t i = 0; i < NELEM(magics); i++)
+		if (memcmp(m, magics[i], 4) == 0)
+			return true;
+	return false;
 }
 
 int
@@ -367,6 +484,7 @@ trace_load(const char *spec, uint64_t seed, size_t events, double speedup, struc
 	if (trace_is_generator(spec)) {
 		rc = generate(spec, seed, events, t);
 	} else {
+		const char *base = strrchr(spec, '/') ? strrchr(spec, '/') + 1 : spec;
 		FILE *f = fopen(spec, "rb");
 		unsigned char magic[4] = { 0 };
 
@@ -376,10 +494,9 @@ trace_load(const char *spec, uint64_t seed, size_t events, double speedup, struc
 		}
 		if (fread(magic, 1, 4, f) != 4)
 			memset(magic, 0, 4);
-		if ((magic[0] == 0xd4 && magic[1] == 0xc3) || (magic[0] == 0xa1 && magic[1] == 0xb2) ||
-		    (magic[0] == 0x4d && magic[1] == 0x3c) || (magic[0] == 0x0a && magic[1] == 0x0d)) {
-			fclose(f);
-			rc = load_pcap(spec, t);
+		if (is_capture(magic)) {
+			rewind(f);
+			rc = trace_load_pcap(f, base, t); /* closes f */
 		} else {
 			size_t len, cap = 1 << 16;
 			char *buf = malloc(cap);
@@ -393,9 +510,11 @@ trace_load(const char *spec, uint64_t seed, size_t events, double speedup, struc
 				if (len < cap)
 					break;
 				if (cap >= (size_t)1 << 30) {
+					fprintf(stderr, "trace %s: over 1 GiB, more than a text trace "
+						"of %u arrivals can be\n", spec, TRACE_MAX_EVENTS);
 					free(buf);
-					buf = NULL;
-					break;
+					fclose(f);
+					return -EFBIG;
 				}
 				cap *= 2;
 				{
@@ -410,9 +529,11 @@ trace_load(const char *spec, uint64_t seed, size_t events, double speedup, struc
 				}
 			}
 			fclose(f);
-			if (buf == NULL)
+			if (buf == NULL) {
+				fprintf(stderr, "trace %s: out of memory reading it\n", spec);
 				return -ENOMEM;
-			rc = trace_parse_text(buf, len, strrchr(spec, '/') ? strrchr(spec, '/') + 1 : spec, t);
+			}
+			rc = trace_parse_text(buf, len, base, t);
 			free(buf);
 		}
 	}

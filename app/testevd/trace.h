@@ -7,6 +7,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#define TRACE_MAX_EVENTS (50u * 1000 * 1000)          /* arrivals in a trace, at most */
+#define TRACE_MAX_GAP_NS UINT64_C(3600000000000) /* a gap, at most: an hour */
+
 struct trace {
 	char name[128];
 	uint64_t *gap_ns; /* gap before each arrival */
@@ -26,10 +29,15 @@ struct trace {
  *                             source k every P (1 + 0.41 k), own phase
  *   day                       a mix: quiet, busy, bursty, periodic stretches
  * Generators make `events` arrivals from `seed`. Every gap is divided by
- * `speedup`. Returns 0 or a negative errno, with a message on stderr.
+ * `speedup`. A trace has at most TRACE_MAX_EVENTS arrivals, each gap at
+ * most TRACE_MAX_GAP_NS. Returns 0 or a negative errno, with a message on
+ * stderr.
  */
 int trace_load(const char *spec, uint64_t seed, size_t events, double speedup, struct trace *t);
 void trace_free(struct trace *t);
+/* Load a pcap or pcapng capture from f (closed on return; the fuzz
+ * target gives it memory), naming the trace name. */
+int trace_load_pcap(FILE *f, const char *name, struct trace *t);
 /* Parse a text trace from memory (the fuzz target uses it). */
 int trace_parse_text(const char *buf, size_t len, const char *name, struct trace *t);
 /* Whether SPEC names a generator. */

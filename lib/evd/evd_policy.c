@@ -1763,10 +1763,11 @@ evd_policy_env_set(const struct evd_policy_env *e)
 {
 	int rc = 0;
 
-	if (e == NULL || e->sleep_wake_ns == 0)
+	if (e == NULL || e->sleep_wake_ns == 0 || e->sleep_wake_ns > EVD_ENV_GIVEN_MAX_NS)
 		return -EINVAL;
 	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++)
-		if (e->wake_at_ns[k] == 0 || (k > 0 && e->wake_at_ns[k] <= e->wake_at_ns[k - 1]))
+		if (e->wake_at_ns[k] == 0 || (k > 0 && e->wake_at_ns[k] <= e->wake_at_ns[k - 1]) ||
+		    e->wake_ns[k] > EVD_ENV_GIVEN_MAX_NS)
 			return -EINVAL;
 	pthread_mutex_lock(&env_lock);
 	if (env_ready) {

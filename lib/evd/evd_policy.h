@@ -119,6 +119,9 @@ struct evd_policy_param {
 #define EVD_ENV_B_MIN_NS 1000
 /** The most B a calibration reports (ns). */
 #define EVD_ENV_B_MAX_NS 200000
+/** The most B or L evd_policy_env_set() takes (ns): no machine's; the
+ * model's figures (doubles made integers) would overflow far beyond. */
+#define EVD_ENV_GIVEN_MAX_NS 10000000000ull
 
 /**
  * Facts about the machine a policy may use, measured once per process.
@@ -248,7 +251,8 @@ const struct evd_policy_env *evd_policy_env_peek(bool *given);
  * Give the environment instead of measuring it (a calibration saved from an
  * earlier run, so that scores are comparable across runs). Control path:
  * call it before the first loop or policy instance of the process.
- * @return 0; -EINVAL (NULL, B of 0, or wake_at_ns not increasing from > 0);
+ * @return 0; -EINVAL (NULL, B of 0, B or an L over EVD_ENV_GIVEN_MAX_NS, or
+ *   wake_at_ns not increasing from > 0);
  *   -EALREADY (the environment was measured or given already).
  */
 int evd_policy_env_set(const struct evd_policy_env *env);
