@@ -430,6 +430,7 @@ score_mode(const struct opts *o)
 	FILE *jf = NULL;
 	struct hindsight h = { 0 };
 	char buf[HS_GAPS][32];
+	double span_ns = 0;
 	int rc;
 
 	if (o->compare) {
@@ -448,13 +449,20 @@ score_mode(const struct opts *o)
 	budget_ns = (double)o->budget_us * 1000;
 	t = o->trace_data; /* loaded and checked before the run (main) */
 	calibrate();
-	printf("testevd: scoring on %s (%zu arrivals); B %.1f us, L(10us..10ms) %.1f %.1f %.1f %.1f us, "
-	       "lambda %g%s\n", t->name, t->n, b_ns / 1e3, env->wake_ns[0] / 1e3, env->wake_ns[1] / 1e3,
+	for (size_t i = 0; i < t->n; i++)
+		span_ns += (double)t->gap_ns[i];
+	printf("testevd: scoring on %s (%zu arrivals over %.3g s); B %.1f us, L(10us..10ms) %.1f %.1f "
+	       "%.1f %.1f us, lambda %g%s\n", t->name, t->n, span_ns / 1e9, b_ns / 1e3, env->wake_ns[0] / 1e3, env->wake_ns[1] / 1e3,
 	       env->wake_ns[2] / 1e3, env->wake_ns[3] / 1e3, o->lambda,
 	       o->budget_us != 0 ? " beyond the latency budget" : "");
 	if (o->budget_us != 0)
 		printf("testevd: latency budget %" PRIu64 " us: added latency up to it costs nothing\n",
 		       o->budget_us);
+	/* virtual time is stepped: a spinning policy takes a decision every
+	 * 100 ns of it (about 10 ns each here), so hours of trace take minutes */
+	if (span_ns > 600e9)
+		printf("testevd: note: %.0f s of trace; a policy that spins (poll, pmdmgmt) is "
+		       "stepped through it 100 ns at a time, which takes a while\n", span_ns / 1e9);
 	if (o->budget_us != 0 && !o->compare && strstr(o->policy, "budget_us=") == NULL)
 		printf("testevd: note: policy %s is not told the budget (adaptive:budget_us=%" PRIu64
 		       " is); scored under it all the same\n", o->policy, o->budget_us);
