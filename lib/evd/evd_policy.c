@@ -1571,12 +1571,15 @@ trimmed_mean(uint64_t *v, int n)
 	return sum / (uint64_t)(n - 2);
 }
 
-/* A wake this far over its point's median, and over CAL_STALL_MIN_NS, is
- * a stall (the VM stopped the sleeper's vCPU, or the host ran something
- * else on it), not a wake latency: a lone one in L(10 us) moved every
- * point to 539 us once, and a process that believed it spun through every
- * gap. Wakes of a mixture stay: 76 against 13 us is under the ratio, and
- * a deep C-state's 100-odd us after a 2 us median is under the floor. */
+/* A wake this far over its point's lower quartile, and over
+ * CAL_STALL_MIN_NS, is a stall (the VM stopped the sleeper's vCPU, or the
+ * host ran something else on it), not a wake latency: a lone one in
+ * L(10 us) moved every point to 539 us once, and a process that believed
+ * it spun through every gap. The quartile, not the median: stalls only
+ * add, and the 10 ms point counts 5 wakes, of which 2 stalled make the
+ * median one of them (under TSan, where fewer of the 5 count, they did).
+ * Wakes of a mixture stay: 76 against 13 us is under the ratio, and a
+ * deep C-state's 100-odd us after 2 us ones is under the floor. */
 #define CAL_STALL_RATIO 16
 #define CAL_STALL_MIN_NS 500000ull
 
@@ -1591,7 +1594,7 @@ cal_point(uint64_t *lat, int n, int *stalls)
 	if (n < 3)
 		return 0;
 	qsort(lat, n, sizeof(lat[0]), cmp_u64);
-	cut = RTE_MAX(lat[n / 2] * CAL_STALL_RATIO, CAL_STALL_MIN_NS);
+	cut = RTE_MAX(lat[n / 4] * CAL_STALL_RATIO, CAL_STALL_MIN_NS);
 	while (keep > 0 && lat[keep - 1] > cut)
 		keep--;
 	*stalls += n - keep;
@@ -1712,7 +1715,7 @@ calibrate(void)
 		env.wake_ns[3]);
 	if (c.stalls > 0 || c.lowered > 0)
 		EVD_LOG(NOTICE, "calibration: %d wakes left out of L as stalls (over %d x their "
-			"point's median and %llu us); %d points read over twice a longer sleep's "
+			"point's lower quartile and %llu us); %d points read over twice a longer sleep's "
 			"and came down to it", c.stalls, CAL_STALL_RATIO,
 			CAL_STALL_MIN_NS / 1000, c.lowered);
 	if (c.nb < 5)

@@ -143,7 +143,7 @@ struct evd_policy_env {
 	/** Gaps at which the wake latency was measured: 10 us, 100 us, 1 ms, 10 ms. */
 	uint64_t wake_at_ns[EVD_ENV_WAKE_POINTS];
 	/** L(g): mean time (the largest and smallest wake left out, and
-	 * stalls: wakes over 16 x the point's median and over 500 us) from an
+	 * stalls: wakes over 16 x the point's lower quartile and over 500 us) from an
 	 * eventfd write on another CPU to epoll_wait returning, after sleeping
 	 * wake_at_ns[i]; kept monotone in g by bringing a point down to a
 	 * longer sleep's where it reads higher. */
