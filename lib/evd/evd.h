@@ -191,7 +191,8 @@ int evd_loop_create(const struct evd_loop_conf *conf, struct evd_loop **out);
 
 /**
  * Destroy a loop. Every source must have been removed first.
- * @return 0; -EBUSY if sources remain or the loop is running; -EINVAL for NULL.
+ * @return 0; -EBUSY if sources remain or the loop is running (evd_loop_run(),
+ *   or a step of evd_loop_step(): from its callbacks); -EINVAL for NULL.
  */
 int evd_loop_destroy(struct evd_loop *loop);
 
@@ -204,9 +205,10 @@ int evd_loop_destroy(struct evd_loop *loop);
 int evd_loop_add(struct evd_loop *loop, struct evd_source *src);
 
 /**
- * Unregister a source. Safe from a handler on the same loop (the removal then
- * takes effect at the end of the current round, and the source is not polled
- * again). A pending notification is acknowledged before the source leaves.
+ * Unregister a source. Safe from a handler, a timer or on_error on the same
+ * loop (the removal then takes effect when the round's poll of the sources
+ * ends, and the source is not polled again; destroy it after the step). A
+ * pending notification is acknowledged before the source leaves.
  * @return 0; -EINVAL if the source is not on this loop.
  */
 int evd_loop_remove(struct evd_loop *loop, struct evd_source *src);
@@ -223,8 +225,10 @@ int evd_loop_run(struct evd_loop *loop);
 /**
  * Run one step: poll every source once; if all were empty, do what the
  * policy decides (nothing, a pause, or the arm protocol and one bounded wait).
- * For applications with their own main loop. Not concurrently with evd_loop_run().
- * @return number of completions dispatched (>= 0); -ESHUTDOWN once stopped.
+ * For applications with their own main loop. One step at a time.
+ * @return number of completions dispatched (>= 0); -ESHUTDOWN once stopped;
+ *   -EBUSY while evd_loop_run() runs the loop (on any thread) or from a
+ *   handler or callback of a step under way (no nested rounds); -EINVAL for NULL.
  */
 int evd_loop_step(struct evd_loop *loop);
 
@@ -341,7 +345,7 @@ int evd_ring_post(struct evd_source *ring, const struct evd_event *ev);
 
 /**
  * Post up to @p n events in order. Any thread. Lock-free.
- * @return the number posted (1..n); -ENOBUFS if none fit (counted);
+ * @return the number posted (1..n; 0 for n of 0); -ENOBUFS if none fit (counted);
  *   -EINVAL for NULL or a source that is not a ring.
  *   Events past the returned count were not posted.
  */
@@ -401,7 +405,8 @@ int evd_timer_start(struct evd_loop *loop, uint64_t after_ns, uint64_t period_ns
  */
 int evd_timer_cancel(struct evd_loop *loop, struct evd_timer *t);
 
-/** Current time on the loop's clock, in nanoseconds. */
+/** Current time on the loop's clock, in nanoseconds (fast path: @p loop
+ * is not checked for NULL). */
 uint64_t evd_loop_now_ns(const struct evd_loop *loop);
 
 #ifdef __cplusplus

@@ -259,14 +259,25 @@ evd_loop_trace_read(struct evd_loop *loop, uint64_t *cursor, struct evd_mode_eve
 	return (int)n;
 }
 
+/* on_error runs as a handler does: evd_loop_remove() from it takes effect
+ * when the round's poll ends (reap_removed), never at once. Errors come
+ * from passes over the source table (arm, ack, disarm), which a removal
+ * at once would reorder under them (the source moved into the freed slot
+ * was skipped: left unarmed), and from detach() itself, whose ack error
+ * would have detached the source a second time (the table corrupted). */
 static void
 source_error(struct evd_loop *loop, struct evd_source *s, const char *op, int err)
 {
+	bool was = loop->in_round;
+
 	EVD_STAT_ADD(s->stats.errors, 1);
 	EVD_STAT_ADD(loop->stats.errors, 1);
 	EVD_LOG(ERR, "loop %s: source %s: %s failed: %s", loop->name, s->name, op, strerror(-err));
-	if (loop->on_error != NULL)
+	if (loop->on_error != NULL) {
+		loop->in_round = true;
 		loop->on_error(loop, s, err, loop->on_error_arg);
+		loop->in_round = was;
+	}
 }
 
 void
@@ -949,16 +960,16 @@ nap_protocol(struct evd_loop *loop, uint64_t ns, uint64_t now)
 	return (int)after_wait(loop, now, why, true);
 }
 
-int
-evd_loop_step(struct evd_loop *loop)
+/* One step; the caller holds loop->running (evd_loop_run: 1, a step of
+ * evd_loop_step: 2). */
+static int
+loop_step(struct evd_loop *loop)
 {
 	struct evd_policy_input in;
 	enum evd_action act;
 	uint64_t now, arg = 0;
 	uint32_t n;
 
-	if (unlikely(loop == NULL))
-		return -EINVAL;
 	if (unlikely(__atomic_load_n(&loop->stop, __ATOMIC_ACQUIRE)))
 		return -ESHUTDOWN;
 
@@ -1014,6 +1025,24 @@ out:
 }
 
 int
+evd_loop_step(struct evd_loop *loop)
+{
+	int expected = 0, rc;
+
+	if (unlikely(loop == NULL))
+		return -EINVAL;
+	/* one step at a time: not beside evd_loop_run() on another thread (two
+	 * threads in one ring's consumer side), not from the step's own
+	 * handlers or callbacks (a nested round) */
+	if (unlikely(!__atomic_compare_exchange_n(&loop->running, &expected, 2, false,
+						  __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)))
+		return -EBUSY;
+	rc = loop_step(loop);
+	__atomic_store_n(&loop->running, 0, __ATOMIC_RELEASE);
+	return rc;
+}
+
+int
 evd_loop_run(struct evd_loop *loop)
 {
 	int expected = 0;
@@ -1034,7 +1063,7 @@ evd_loop_run(struct evd_loop *loop)
 	if (slack > (int)LOOP_TIMER_SLACK_NS && prctl(PR_SET_TIMERSLACK, LOOP_TIMER_SLACK_NS, 0, 0, 0) < 0)
 		slack = -1;
 	do {
-		rc = evd_loop_step(loop);
+		rc = loop_step(loop);
 	} while (rc >= 0);
 	if (slack > (int)LOOP_TIMER_SLACK_NS)
 		(void)prctl(PR_SET_TIMERSLACK, (unsigned long)slack, 0, 0, 0);

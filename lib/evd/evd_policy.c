@@ -1416,7 +1416,7 @@ static const uint64_t cal_at[EVD_ENV_WAKE_POINTS] = { 10000, 100000, 1000000, 10
  * wakes of another length, so the host has not settled (about 95 ms) */
 static const int cal_wakes[EVD_ENV_WAKE_POINTS] = { 14, 14, 12, 8 };
 #define CAL_WARM 3
-#define CAL_MAX_WAKES 14
+#define CAL_MAX_WAKES EVD__CAL_MAX_WAKES
 #define CAL_WAIT_NS 100000000ull /* a wait this long: the other side gave up */
 
 struct cal {
@@ -1601,15 +1601,44 @@ cal_point(uint64_t *lat, int n, int *stalls)
 	return keep >= 3 ? trimmed_mean(lat, keep) : 0;
 }
 
+/* L from each point's counted wakes (sorted here; a point with fewer than
+ * 3 left keeps wake_ns[k], the fallback): stalls out, the trimmed mean, then
+ * monotone in g. A longer sleep never wakes faster: where a point reads
+ * higher than a longer one, the shorter is the suspect (what delays a wake
+ * only adds to it: a stretch of stalls longer than a point), so it comes
+ * down to the longer, not the longer up to it. Points after the last one
+ * measured (the calibration gave up) keep the fallback, raised to the one
+ * before. Internal, not static: tests/test_cal_reduce.c drives it. */
+void
+evd__cal_reduce(uint64_t lat[][CAL_MAX_WAKES], const int *n, uint64_t *wake_ns, int *stalls,
+		int *lowered)
+{
+	int k, measured = 0;
+
+	for (k = 0; k < EVD_ENV_WAKE_POINTS; k++) {
+		uint64_t l = cal_point(lat[k], n[k], stalls);
+
+		if (l != 0) {
+			wake_ns[k] = l;
+			measured = k + 1;
+		}
+	}
+	for (k = measured - 2; k >= 0; k--) {
+		*lowered += wake_ns[k] > 2 * wake_ns[k + 1];
+		wake_ns[k] = RTE_MIN(wake_ns[k], wake_ns[k + 1]);
+	}
+	for (k = RTE_MAX(measured, 1); k < EVD_ENV_WAKE_POINTS; k++)
+		wake_ns[k] = RTE_MAX(wake_ns[k], wake_ns[k - 1]);
+}
+
 /* the sleeper, pinned to one CPU; it starts the producer on the others */
 static void *
 cal_sleeper(void *arg)
 {
 	struct cal *c = arg;
 	struct epoll_event ev = { .events = EPOLLIN }, out;
-	uint64_t cpu[2 * CAL_MAX_WAKES], lat[CAL_MAX_WAKES], ovh = UINT64_MAX;
-	int epfd, nl = 0, k = 0, measured = 0;
-	uint64_t l;
+	uint64_t cpu[2 * CAL_MAX_WAKES], lat[EVD_ENV_WAKE_POINTS][CAL_MAX_WAKES], ovh = UINT64_MAX;
+	int epfd, nl[EVD_ENV_WAKE_POINTS] = { 0 }, k = 0;
 	bool ok = true;
 	cpu_set_t others;
 	pthread_t th;
@@ -1630,7 +1659,6 @@ cal_sleeper(void *arg)
 	    start_on(&th, cal_waker, c, &others) != 0)
 		goto out;
 	for (k = 0; ok && k < EVD_ENV_WAKE_POINTS; k++) {
-		nl = 0;
 		for (int i = 0; ok && i < cal_wakes[k]; i++) {
 			uint64_t v, one = 1, t, t0, t1, sent, sw0, sw1;
 			int n;
@@ -1650,27 +1678,14 @@ cal_sleeper(void *arg)
 			sent = __atomic_load_n(&c->sent, __ATOMIC_ACQUIRE);
 			if (sw1 > sw0 && i >= CAL_WARM) { /* it blocked: a real sleep */
 				if (t >= sent)
-					lat[nl++] = t - sent;
+					lat[k][nl[k]++] = t - sent;
 				if (k < 2 && t0 != 0 && t1 > t0 + ovh)
 					cpu[c->nb++] = t1 - t0 - ovh;
 			}
 			ok = write(c->ack_fd, &one, sizeof(one)) == 8;
 		}
-		if ((l = cal_point(lat, nl, &c->stalls)) != 0) {
-			env.wake_ns[k] = l;
-			measured = k + 1;
-		}
 	}
-	/* A longer sleep never wakes faster: keep L monotone. Where a point
-	 * reads higher than a longer one, the shorter is the suspect (what
-	 * delays a wake only adds to it: a stretch of stalls longer than a
-	 * point), so it comes down to the longer, not the longer up to it. */
-	for (k = measured - 2; k >= 0; k--) {
-		c->lowered += env.wake_ns[k] > 2 * env.wake_ns[k + 1];
-		env.wake_ns[k] = RTE_MIN(env.wake_ns[k], env.wake_ns[k + 1]);
-	}
-	for (k = RTE_MAX(measured, 1); k < EVD_ENV_WAKE_POINTS; k++) /* gave up: the fallback */
-		env.wake_ns[k] = RTE_MAX(env.wake_ns[k], env.wake_ns[k - 1]);
+	evd__cal_reduce(lat, nl, env.wake_ns, &c->stalls, &c->lowered);
 	__atomic_store_n(&c->stop, 1, __ATOMIC_RELEASE);
 	pthread_join(th, NULL);
 	if (c->nb >= 5) {
@@ -1769,7 +1784,8 @@ evd_policy_env_set(const struct evd_policy_env *e)
 	if (e == NULL || e->sleep_wake_ns == 0 || e->sleep_wake_ns > EVD_ENV_GIVEN_MAX_NS)
 		return -EINVAL;
 	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++)
-		if (e->wake_at_ns[k] == 0 || (k > 0 && e->wake_at_ns[k] <= e->wake_at_ns[k - 1]) ||
+		if (e->wake_at_ns[k] == 0 ||
+		    (k > 0 && (double)e->wake_at_ns[k] <= (double)e->wake_at_ns[k - 1]) ||
 		    e->wake_ns[k] > EVD_ENV_GIVEN_MAX_NS)
 			return -EINVAL;
 	pthread_mutex_lock(&env_lock);

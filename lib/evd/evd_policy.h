@@ -150,7 +150,8 @@ struct evd_policy_env {
 	uint64_t wake_ns[EVD_ENV_WAKE_POINTS];
 };
 
-/** L(g) from the environment, interpolated on log g (flat outside the points). */
+/** L(g) from the environment, interpolated on log g (flat outside the points;
+ * @p env not checked for NULL). */
 double evd_policy_env_wake_ns(const struct evd_policy_env *env, uint64_t g);
 
 /** A policy. All callbacks but decide are optional. */
@@ -218,11 +219,13 @@ void evd_policy_destroy(struct evd_policy *p);
 /** The instance's policy name. */
 const char *evd_policy_name(const struct evd_policy *p);
 
-/** Ask the instance what to do after an empty round (see decide). */
+/** Ask the instance what to do after an empty round (see decide). Fast path:
+ * the pointers are not checked for NULL. */
 enum evd_action evd_policy_decide(struct evd_policy *p, const struct evd_policy_input *in,
 				  uint64_t *arg_ns);
 
-/** Tell the instance a round found @p n completions (see on_events). */
+/** Tell the instance a round found @p n completions (see on_events; @p p not
+ * checked for NULL). */
 void evd_policy_events(struct evd_policy *p, uint64_t now_ns, uint32_t n);
 
 /** Tell the instance a round found @p n completions on one source (see on_source_events). */
@@ -252,7 +255,8 @@ const struct evd_policy_env *evd_policy_env_peek(bool *given);
  * earlier run, so that scores are comparable across runs). Control path:
  * call it before the first loop or policy instance of the process.
  * @return 0; -EINVAL (NULL, B of 0, B or an L over EVD_ENV_GIVEN_MAX_NS, or
- *   wake_at_ns not increasing from > 0);
+ *   wake_at_ns not increasing from > 0, also as doubles: L is interpolated
+ *   between them);
  *   -EALREADY (the environment was measured or given already).
  */
 int evd_policy_env_set(const struct evd_policy_env *env);

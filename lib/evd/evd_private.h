@@ -19,6 +19,12 @@ extern int evd__logtype;
 	rte_log(RTE_LOG_##level, evd__logtype, "EVD: " fmt "\n", ##__VA_ARGS__)
 
 /* A policy instance: its ops and state. */
+/* The calibration's wakes per point, at most, and its reduction of them
+ * to L (evd_policy.c; tests/test_cal_reduce.c). */
+#define EVD__CAL_MAX_WAKES 14
+void evd__cal_reduce(uint64_t lat[][EVD__CAL_MAX_WAKES], const int *n, uint64_t *wake_ns,
+		     int *stalls, int *lowered);
+
 struct evd_policy {
 	const struct evd_policy_ops *ops;
 	void *state;
@@ -106,7 +112,7 @@ struct evd_loop {
 	int epfd;
 	int stop_fd;            /* eventfd written by evd_loop_stop() */
 	int stop;               /* atomic: stop requested */
-	int running;            /* atomic */
+	int running;            /* atomic: 1 in evd_loop_run(), 2 in a step of evd_loop_step() */
 	bool in_round;          /* sources are being iterated */
 	bool pending_removal;
 

@@ -84,7 +84,8 @@ struct evd_source {
 };
 
 /**
- * Initialise the common part of a driver's source.
+ * Initialise the common part of a driver's source. @p name is kept to its
+ * first EVD_NAME_MAX - 1 characters.
  * @return 0; -EINVAL if @p ops, its poll op, or @p handler is NULL.
  */
 int evd_source_init(struct evd_source *src, const struct evd_source_ops *ops, const char *name,

@@ -81,6 +81,21 @@ evd__timers_remove(struct evd__timers *h, struct evd_timer *t)
 	t->heap_idx = UINT32_MAX;
 }
 
+/* Deadlines saturate at UINT64_MAX (never: past the end of the clock)
+ * instead of wrapping to the past, where a timer would fire at once: a
+ * delay or period near 2^64, or a custom clock with large values. */
+static inline uint64_t
+add_sat(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+static inline uint64_t
+mul_sat(uint64_t a, uint64_t b)
+{
+	return b != 0 && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+}
+
 unsigned int
 evd__timers_run(struct evd_loop *loop, uint64_t now)
 {
@@ -94,11 +109,11 @@ evd__timers_run(struct evd_loop *loop, uint64_t now)
 		struct evd_timer *t = h->heap[0];
 
 		if (t->period != 0) {
-			uint64_t next = t->deadline + t->period;
+			uint64_t next = add_sat(t->deadline, t->period);
 
 			if (next <= now) /* missed periods are skipped, not replayed */
-				next += ((now - next) / t->period + 1) * t->period;
-			t->deadline = next;
+				next = add_sat(next, mul_sat((now - next) / t->period + 1, t->period));
+			t->deadline = next; /* UINT64_MAX: past the clock's end, never */
 			sift_down(h, 0);
 			ran++;
 			t->cb(loop, t, t->arg);
@@ -128,7 +143,7 @@ evd_timer_start(struct evd_loop *loop, uint64_t after_ns, uint64_t period_ns, ev
 	t = calloc(1, sizeof(*t));
 	if (t == NULL)
 		return -ENOMEM;
-	t->deadline = evd__now(loop) + after_ns;
+	t->deadline = add_sat(evd__now(loop), after_ns);
 	t->period = period_ns;
 	t->cb = cb;
 	t->arg = arg;

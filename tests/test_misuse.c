@@ -1,0 +1,342 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The API where a caller gets it wrong, or does something unusual from a
+ * callback: each made to happen on purpose, each answered as the header
+ * says (found by a review that drove every exported function with misuse
+ * under ASan/UBSan).
+ *
+ * - on_error removing the failing source: from the ack that evd_loop_remove()
+ *   makes while it detaches (the source was detached twice: the table lost a
+ *   healthy source, or with the notification left pending, on_error
+ *   recursed until the stack overflowed), and from the arm pass (the last
+ *   source moved into the freed slot, behind the pass: it slept unarmed).
+ * - evd_loop_destroy() from a timer callback of evd_loop_step(): -EBUSY (it
+ *   freed the loop under the step).
+ * - evd_loop_step() while evd_loop_run() runs on another thread, and from a
+ *   handler of a step under way: -EBUSY (two consumers wedged a ring).
+ * - timers with delays or periods near 2^64: never due (the deadline
+ *   wrapped into the past and fired at once, or at every step).
+ * - evd_policy_env_set() with points distinct as integers but not as
+ *   doubles: -EINVAL (L was interpolated by dividing by 0).
+ */
+#include <pthread.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <evd.h>
+#include <evd_policy.h>
+#include <evd_source.h>
+
+#include "evd_test.h"
+
+/* A source whose ack or arm fails (EIO), on an eventfd. */
+struct bad {
+	struct evd_source src;
+	int efd;
+	bool consume; /* the failing ack still consumed the notification */
+};
+
+static int
+bad_poll(struct evd_source *s, uint16_t n)
+{
+	(void)s;
+	(void)n;
+	return 0;
+}
+
+static int
+bad_fd(const struct evd_source *s)
+{
+	return ((const struct bad *)s)->efd;
+}
+
+static int
+bad_ack(struct evd_source *s)
+{
+	struct bad *b = (struct bad *)s;
+	uint64_t v;
+
+	if (b->consume && read(b->efd, &v, sizeof(v)) < 0)
+		return -errno;
+	return -EIO;
+}
+
+static int
+bad_arm(struct evd_source *s)
+{
+	(void)s;
+	return -EIO;
+}
+
+static const struct evd_source_ops bad_ack_ops = { .kind = "bad", .poll = bad_poll, .fd = bad_fd,
+						   .ack = bad_ack };
+static const struct evd_source_ops bad_arm_ops = { .kind = "bad", .poll = bad_poll, .fd = bad_fd,
+						   .arm = bad_arm };
+
+static int errors_seen;
+
+static void
+remove_on_error(struct evd_loop *l, struct evd_source *s, int err, void *arg)
+{
+	(void)arg;
+	CHECK_EQ(err, -EIO);
+	CHECK(++errors_seen < 100); /* not a recursion */
+	CHECK_EQ(evd_loop_remove(l, s), 0);
+}
+
+static int delivered;
+
+static void
+count(struct evd_source *s, void *burst, uint16_t n, void *arg)
+{
+	(void)s;
+	(void)burst;
+	(void)arg;
+	delivered += n;
+}
+
+/* remove(bad) with a notification pending: its ack fails, on_error removes
+ * it again; it leaves once, the two rings stay and deliver */
+static void
+test_remove_in_detach(bool consume)
+{
+	struct evd_loop_conf c = { .name = "misuse", .policy = "poll", .on_error = remove_on_error };
+	struct evd_source *r1, *r2;
+	struct evd_event ev = { 0 };
+	struct evd_loop *l;
+	struct bad b = { .consume = consume };
+	uint64_t one = 1;
+
+	errors_seen = delivered = 0;
+	b.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	CHECK(b.efd >= 0);
+	CHECK_EQ(evd_source_init(&b.src, &bad_ack_ops, "bad", count, NULL), 0);
+	CHECK_EQ(evd_ring_create("r1", 8, count, NULL, &r1), 0);
+	CHECK_EQ(evd_ring_create("r2", 8, count, NULL, &r2), 0);
+	CHECK_EQ(evd_loop_create(&c, &l), 0);
+	CHECK_EQ(evd_loop_add(l, &b.src), 0);
+	CHECK_EQ(evd_loop_add(l, r1), 0);
+	CHECK_EQ(evd_loop_add(l, r2), 0);
+	CHECK_EQ(write(b.efd, &one, sizeof(one)), 8);
+	CHECK_EQ(evd_loop_remove(l, &b.src), 0);
+	CHECK_EQ(errors_seen, 1);
+	CHECK(b.src.loop == NULL && r1->loop == l && r2->loop == l);
+	CHECK_EQ(evd_ring_post(r1, &ev), 0);
+	CHECK_EQ(evd_ring_post(r2, &ev), 0);
+	CHECK_EQ(evd_loop_step(l), 2);
+	CHECK_EQ(delivered, 2);
+	CHECK_EQ(evd_loop_remove(l, r1), 0);
+	CHECK_EQ(evd_loop_remove(l, r2), 0);
+	CHECK_EQ(evd_loop_remove(l, r2), -EINVAL);
+	CHECK_EQ(evd_loop_destroy(l), 0);
+	CHECK_EQ(evd_source_destroy(r1), 0);
+	CHECK_EQ(evd_source_destroy(r2), 0);
+	close(b.efd);
+}
+
+static void
+test_remove_in_detach_consumed(void)
+{
+	test_remove_in_detach(true);
+}
+
+static void
+test_remove_in_detach_pending(void)
+{
+	test_remove_in_detach(false);
+}
+
+/* The arm pass: bad (arm fails, on_error removes it) first, the ring after
+ * it. The ring is armed all the same, and bad leaves at the re-poll. */
+static void
+test_remove_in_arm_pass(void)
+{
+	struct evd_loop_conf c = { .name = "misuse", .policy = "intr", .on_error = remove_on_error,
+				   .max_sleep_us = 1000 };
+	struct evd_source_stats st;
+	struct evd_source *r;
+	struct evd_loop *l;
+	struct bad b = { 0 };
+
+	errors_seen = 0;
+	b.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	CHECK(b.efd >= 0);
+	CHECK_EQ(evd_source_init(&b.src, &bad_arm_ops, "bad", count, NULL), 0);
+	CHECK_EQ(evd_ring_create("ring", 8, count, NULL, &r), 0);
+	CHECK_EQ(evd_loop_create(&c, &l), 0);
+	CHECK_EQ(evd_loop_add(l, &b.src), 0);
+	CHECK_EQ(evd_loop_add(l, r), 0);
+	CHECK_EQ(evd_loop_step(l), 0); /* intr: arm, re-poll, sleep 1 ms */
+	CHECK_EQ(errors_seen, 1);
+	CHECK(b.src.loop == NULL);
+	CHECK_EQ(evd_source_stats_get(r, &st), 0);
+	CHECK_EQ(st.arms, 1);
+	CHECK_EQ(evd_loop_remove(l, r), 0);
+	CHECK_EQ(evd_loop_destroy(l), 0);
+	CHECK_EQ(evd_source_destroy(r), 0);
+	close(b.efd);
+}
+
+static int destroy_rc;
+
+static void
+destroy_from_timer(struct evd_loop *l, struct evd_timer *t, void *arg)
+{
+	(void)t;
+	(void)arg;
+	destroy_rc = evd_loop_destroy(l);
+}
+
+static int nested_rc;
+
+static void
+step_from_handler(struct evd_source *s, void *burst, uint16_t n, void *arg)
+{
+	(void)burst;
+	(void)n;
+	nested_rc = evd_loop_step((struct evd_loop *)arg);
+	(void)s;
+}
+
+static void
+test_step_callbacks(void)
+{
+	struct evd_loop_conf c = { .name = "misuse", .policy = "poll" };
+	struct evd_event ev = { 0 };
+	struct evd_source *r;
+	struct evd_loop *l;
+
+	CHECK_EQ(evd_loop_create(&c, &l), 0);
+	destroy_rc = 1;
+	CHECK_EQ(evd_timer_start(l, 0, 0, destroy_from_timer, NULL, NULL), 0);
+	CHECK_EQ(evd_loop_step(l), 0);
+	CHECK_EQ(destroy_rc, -EBUSY);
+	CHECK_EQ(evd_ring_create("ring", 8, step_from_handler, l, &r), 0);
+	CHECK_EQ(evd_loop_add(l, r), 0);
+	nested_rc = 1;
+	CHECK_EQ(evd_ring_post(r, &ev), 0);
+	CHECK_EQ(evd_loop_step(l), 1);
+	CHECK_EQ(nested_rc, -EBUSY);
+	CHECK_EQ(evd_loop_remove(l, r), 0);
+	CHECK_EQ(evd_loop_destroy(l), 0);
+	CHECK_EQ(evd_source_destroy(r), 0);
+}
+
+static int in_run; /* atomic */
+
+static void
+mark_running(struct evd_loop *l, struct evd_timer *t, void *arg)
+{
+	(void)l;
+	(void)t;
+	(void)arg;
+	__atomic_store_n(&in_run, 1, __ATOMIC_RELEASE);
+}
+
+static void *
+runner(void *arg)
+{
+	return (void *)(intptr_t)evd_loop_run(arg);
+}
+
+/* evd_loop_run() on one thread, evd_loop_step() on another: refused for
+ * as long as the run lasts (a timer callback of the run says it began) */
+static void
+test_step_beside_run(void)
+{
+	struct evd_loop_conf c = { .name = "misuse", .policy = "intr", .max_sleep_us = 1000 };
+	struct evd_loop *l;
+	pthread_t th;
+	void *rc;
+
+	CHECK_EQ(evd_loop_create(&c, &l), 0);
+	CHECK_EQ(evd_timer_start(l, 0, 0, mark_running, NULL, NULL), 0);
+	CHECK_EQ(pthread_create(&th, NULL, runner, l), 0);
+	while (!__atomic_load_n(&in_run, __ATOMIC_ACQUIRE))
+		usleep(100);
+	for (int i = 0; i < 100; i++)
+		CHECK_EQ(evd_loop_step(l), -EBUSY);
+	CHECK_EQ(evd_loop_destroy(l), -EBUSY);
+	CHECK_EQ(evd_loop_stop(l), 0);
+	CHECK_EQ(pthread_join(th, &rc), 0);
+	CHECK_EQ((intptr_t)rc, 0);
+	CHECK_EQ(evd_loop_step(l), -ESHUTDOWN);
+	CHECK_EQ(evd_loop_resume(l), 0);
+	CHECK(evd_loop_step(l) >= 0);
+	CHECK_EQ(evd_loop_destroy(l), 0);
+}
+
+static int fired;
+
+static void
+count_fire(struct evd_loop *l, struct evd_timer *t, void *arg)
+{
+	(void)l;
+	(void)t;
+	(void)arg;
+	fired++;
+}
+
+static void
+test_timer_far(void)
+{
+	struct evd_loop_conf c = { .name = "misuse", .policy = "poll" };
+	struct evd_timer *t;
+	struct evd_loop *l;
+
+	CHECK_EQ(evd_loop_create(&c, &l), 0);
+	fired = 0;
+	CHECK_EQ(evd_timer_start(l, UINT64_MAX, 0, count_fire, NULL, &t), 0);
+	for (int i = 0; i < 3; i++)
+		CHECK(evd_loop_step(l) >= 0);
+	CHECK_EQ(fired, 0);
+	CHECK_EQ(evd_timer_cancel(l, t), 0);
+	CHECK_EQ(evd_timer_start(l, 0, UINT64_MAX, count_fire, NULL, &t), 0);
+	for (int i = 0; i < 5; i++)
+		CHECK(evd_loop_step(l) >= 0);
+	CHECK_EQ(fired, 1);
+	CHECK_EQ(evd_timer_cancel(l, t), 0);
+	CHECK_EQ(evd_timer_start(l, UINT64_MAX - 1, UINT64_MAX - 1, count_fire, NULL, &t), 0);
+	for (int i = 0; i < 3; i++)
+		CHECK(evd_loop_step(l) >= 0);
+	CHECK_EQ(fired, 1);
+	CHECK_EQ(evd_timer_cancel(l, t), 0);
+	CHECK_EQ(evd_loop_destroy(l), 0);
+}
+
+static void
+test_env_points_as_doubles(void)
+{
+	struct evd_policy_env e = { .sleep_wake_ns = 5000,
+				    .wake_at_ns = { 1ull << 62, (1ull << 62) + 1, (1ull << 62) + 2,
+						    (1ull << 62) + 3 },
+				    .wake_ns = { 10000, 20000, 30000, 40000 } };
+	double v;
+
+	CHECK_EQ(evd_policy_env_set(&e), -EINVAL);
+	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++)
+		e.wake_at_ns[k] = 10000ull * (k + 1);
+	CHECK_EQ(evd_policy_env_set(&e), 0);
+	v = evd_policy_env_wake_ns(evd_policy_env_get(), 15000);
+	CHECK(v >= 10000 && v <= 20000);
+}
+
+/* test_misuse [NAME]: all, or the one test NAME (without test_) */
+int
+main(int argc, char **argv)
+{
+#define RUN(fn)                                                                            \
+	do {                                                                               \
+		if (argc < 2 || strcmp(argv[1], #fn + 5) == 0)                             \
+			TEST(fn);                                                          \
+	} while (0)
+	RUN(test_remove_in_detach_consumed);
+	RUN(test_remove_in_detach_pending);
+	RUN(test_remove_in_arm_pass);
+	RUN(test_step_callbacks);
+	RUN(test_step_beside_run);
+	RUN(test_timer_far);
+	RUN(test_env_points_as_doubles);
+#undef RUN
+	return 0;
+}
