@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <limits.h>
 #include <math.h>
@@ -265,8 +266,10 @@ main(int argc, char **argv)
 		 * refused later for bad input must not have emptied it): one
 		 * that exists must be writable; else create it and take it
 		 * away again */
-		int fd = access(o.json, F_OK) == 0 ? (access(o.json, W_OK) == 0 ? INT_MAX : -1)
-						   : open(o.json, O_WRONLY | O_CREAT | O_EXCL, 0644);
+		struct stat st;
+		int fd = stat(o.json, &st) == 0 ? (S_ISDIR(st.st_mode) ? (errno = EISDIR, -1) :
+						   access(o.json, W_OK) == 0 ? INT_MAX : -1)
+						: open(o.json, O_WRONLY | O_CREAT | O_EXCL, 0644);
 
 		if (fd < 0) {
 			fprintf(stderr, "%s: cannot write --json '%s': %s\n", argv[0], o.json,

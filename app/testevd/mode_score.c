@@ -452,7 +452,8 @@ score_mode(const struct opts *o)
 	for (size_t i = 0; i < t->n; i++)
 		span_ns += (double)t->gap_ns[i];
 	printf("testevd: scoring on %s (%zu arrivals over %.3g s); B %.1f us, L(10us..10ms) %.1f %.1f "
-	       "%.1f %.1f us, lambda %g%s\n", t->name, t->n, span_ns / 1e9, b_ns / 1e3, env->wake_ns[0] / 1e3, env->wake_ns[1] / 1e3,
+	       "%.1f %.1f us, lambda %g%s\n", t->name, t->n, span_ns / 1e9, b_ns / 1e3,
+	       env->wake_ns[0] / 1e3, env->wake_ns[1] / 1e3,
 	       env->wake_ns[2] / 1e3, env->wake_ns[3] / 1e3, o->lambda,
 	       o->budget_us != 0 ? " beyond the latency budget" : "");
 	if (o->budget_us != 0)

@@ -18,13 +18,13 @@ extern int evd__logtype;
 #define EVD_LOG(level, fmt, ...) \
 	rte_log(RTE_LOG_##level, evd__logtype, "EVD: " fmt "\n", ##__VA_ARGS__)
 
-/* A policy instance: its ops and state. */
 /* The calibration's wakes per point, at most, and its reduction of them
  * to L (evd_policy.c; tests/test_cal_reduce.c). */
 #define EVD__CAL_MAX_WAKES 14
 void evd__cal_reduce(uint64_t lat[][EVD__CAL_MAX_WAKES], const int *n, uint64_t *wake_ns,
 		     int *stalls, int *lowered);
 
+/* A policy instance: its ops and state. */
 struct evd_policy {
 	const struct evd_policy_ops *ops;
 	void *state;
