@@ -257,6 +257,42 @@ test_ring_poll_only(uint16_t tap_port, uint16_t ring_port, struct rte_ring *ring
 	CHECK_EQ(evd_loop_destroy(loop), 0);
 }
 
+/* One source a queue (two would be two consumers of one Rx ring): a second
+ * is -EBUSY until the first is destroyed. A queue past those configured is
+ * -EINVAL. (One configured but not set up is refused only where the PMD
+ * answers rte_eth_rx_queue_info_get, which net_ring does not.) */
+static void
+test_queue_rules(uint16_t ring_port)
+{
+	struct rte_ring *rx[2], *tx[1];
+	struct rte_eth_conf conf = { 0 };
+	struct evd_source *a, *b;
+	struct counter c = { 0 };
+	uint16_t two;
+	int port;
+
+	CHECK_EQ(evd_ethdev_rxq_create(ring_port, 0, "a", NULL, on_pkts, &c, &a), 0);
+	CHECK_EQ(evd_ethdev_rxq_create(ring_port, 0, "b", NULL, on_pkts, &c, &b), -EBUSY);
+	CHECK(b == NULL);
+	CHECK_EQ(evd_source_destroy(a), 0);
+	CHECK_EQ(evd_ethdev_rxq_create(ring_port, 0, "b", NULL, on_pkts, &c, &b), 0);
+	CHECK_EQ(evd_source_destroy(b), 0);
+
+	rx[0] = rte_ring_create("q-rx0", 64, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+	rx[1] = rte_ring_create("q-rx1", 64, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+	tx[0] = rte_ring_create("q-tx0", 64, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+	CHECK(rx[0] != NULL && rx[1] != NULL && tx[0] != NULL);
+	port = rte_eth_from_rings("QRULES", rx, 2, tx, 1, SOCKET_ID_ANY);
+	CHECK(port >= 0);
+	two = (uint16_t)port;
+	CHECK_EQ(rte_eth_dev_configure(two, 2, 1, &conf), 0);
+	CHECK_EQ(rte_eth_rx_queue_setup(two, 0, 64, SOCKET_ID_ANY, NULL, pool), 0);
+	CHECK_EQ(evd_ethdev_rxq_create(two, 2, "none", NULL, on_pkts, &c, &a), -EINVAL);
+	CHECK_EQ(evd_ethdev_rxq_create(two, 0, "set", NULL, on_pkts, &c, &a), 0);
+	CHECK_EQ(evd_source_destroy(a), 0);
+	CHECK_EQ(rte_eth_dev_close(two), 0);
+}
+
 struct removal {
 	int told;
 	enum rte_eth_event_type last;
@@ -572,6 +608,7 @@ main(void)
 
 	TEST_ARGS(test_tap, tap_port, afp);
 	TEST_ARGS(test_ring_poll_only, tap_port, ring_port, ring);
+	TEST_ARGS(test_queue_rules, ring_port);
 	TEST(test_vhost_link);
 	TEST_ARGS(test_hot_removal, tap_port);
 	close(afp);

@@ -68,6 +68,7 @@ test_spec_errors(void)
 		{ "napi:bogus=1", -EINVAL, "'bogus'" },
 		{ "ski-rand:b_ns=0", -EINVAL, "b_ns" },
 		{ "nosuch:a=1", -ENOENT, "'nosuch'" },
+		{ "haltpoll:start_ns=100,max_ns=10", -EINVAL, "start_ns=100 over max_ns=10" },
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

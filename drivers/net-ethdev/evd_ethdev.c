@@ -58,6 +58,7 @@ struct rxq_src {
 	int inner_epfd;      /* holds the queue's interrupt fd and kick_fd; -1: poll-only */
 	int kick_fd;         /* written by port event callbacks */
 	bool attached;       /* queue fd attached to inner_epfd */
+	bool claimed;        /* holds its queue's bit in claimed[] */
 	int removed;         /* atomic */
 	uint32_t pending;    /* atomic: PENDING_* */
 	struct rte_epoll_event kick_ev;
@@ -70,6 +71,32 @@ struct rxq_src {
  * in several PMDs (DPDK's l3fwd-power takes a per-port lock for that). */
 static rte_spinlock_t port_lock[RTE_MAX_ETHPORTS] = { [0 ... RTE_MAX_ETHPORTS - 1] =
 							       RTE_SPINLOCK_INITIALIZER };
+
+/* The queues that are a source: one source a queue (two would be two
+ * consumers of one Rx ring, each taking the other's packets unlocked). */
+static rte_spinlock_t claim_lock = RTE_SPINLOCK_INITIALIZER;
+static uint64_t claimed[RTE_MAX_ETHPORTS][RTE_MAX_QUEUES_PER_PORT / 64];
+
+static bool
+claim(uint16_t port, uint16_t queue)
+{
+	uint64_t bit = 1ull << (queue % 64), *w = &claimed[port][queue / 64];
+	bool ok;
+
+	rte_spinlock_lock(&claim_lock);
+	ok = !(*w & bit);
+	*w |= bit;
+	rte_spinlock_unlock(&claim_lock);
+	return ok;
+}
+
+static void
+release(uint16_t port, uint16_t queue)
+{
+	rte_spinlock_lock(&claim_lock);
+	claimed[port][queue / 64] &= ~(1ull << (queue % 64));
+	rte_spinlock_unlock(&claim_lock);
+}
 
 static const struct evd_source_ops rxq_ops;
 static const struct evd_source_ops rxq_poll_only_ops;
@@ -285,6 +312,8 @@ rxq_close(struct evd_source *src)
 	}
 	if (q->inner_epfd >= 0)
 		close(q->inner_epfd);
+	if (q->claimed)
+		release(q->port, q->queue);
 	free(q);
 }
 
@@ -337,6 +366,7 @@ evd_ethdev_rxq_create(uint16_t port_id, uint16_t queue_id, const char *name,
 	static const struct evd_ethdev_conf defaults;
 	const struct evd_ethdev_conf *c = conf ? conf : &defaults;
 	struct rte_eth_dev_info info;
+	struct rte_eth_rxq_info qinfo;
 	char buf[EVD_NAME_MAX];
 	struct rxq_src *q;
 	int rc;
@@ -349,14 +379,28 @@ evd_ethdev_rxq_create(uint16_t port_id, uint16_t queue_id, const char *name,
 	rc = rte_eth_dev_info_get(port_id, &info);
 	if (rc < 0)
 		return rc;
-	if (queue_id >= info.nb_rx_queues) {
+	if (queue_id >= info.nb_rx_queues || queue_id >= RTE_MAX_QUEUES_PER_PORT) {
 		ETH_LOG(ERR, "port %u has %u Rx queues; no queue %u", port_id, info.nb_rx_queues,
 			queue_id);
+		return -EINVAL;
+	}
+	/* set up? where ethdev can tell: PMDs without rxq_info_get (net_ring)
+	 * answer -ENOTSUP before the question is asked */
+	if (rte_eth_rx_queue_info_get(port_id, queue_id, &qinfo) == -EINVAL) {
+		ETH_LOG(ERR, "port %u Rx queue %u is not set up (rte_eth_rx_queue_setup), or is a "
+			"hairpin queue", port_id, queue_id);
 		return -EINVAL;
 	}
 	q = calloc(1, sizeof(*q));
 	if (q == NULL)
 		return -ENOMEM;
+	if (!claim(port_id, queue_id)) {
+		ETH_LOG(ERR, "port %u Rx queue %u is a source already: one source a queue",
+			port_id, queue_id);
+		free(q);
+		return -EBUSY;
+	}
+	q->claimed = true;
 	q->port = port_id;
 	q->queue = queue_id;
 	q->inner_epfd = -1;

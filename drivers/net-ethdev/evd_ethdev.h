@@ -71,8 +71,11 @@ struct evd_ethdev_stats {
  * Make an Rx queue of a started or configured port a source.
  * Control path, after rte_eth_dev_configure() and the queue's setup.
  *
- * @return 0; -EINVAL (bad port or queue, NULL handler); -ENOMEM; an errno
- *   from epoll/eventfd creation.
+ * @return 0; -EINVAL (bad port or queue, a queue not set up where the PMD
+ *   answers rte_eth_rx_queue_info_get, NULL handler);
+ *   -EBUSY (the queue is a source already, until that one is destroyed: two
+ *   would be two consumers of one Rx ring); -ENOMEM; an errno from
+ *   epoll/eventfd creation.
  */
 int evd_ethdev_rxq_create(uint16_t port_id, uint16_t queue_id, const char *name,
 			  const struct evd_ethdev_conf *conf, evd_handler_t handler, void *arg,

@@ -192,6 +192,8 @@ struct evd_policy_ops {
 
 /**
  * Register a policy so that specs can name it. Control path, thread-safe.
+ * The library keeps @p ops (not a copy): it must stay valid, unchanged,
+ * for the rest of the process (a static const struct, as the built-ins').
  * @return 0; -EINVAL for missing name/decide or a bad name; -EEXIST; -ENOSPC
  *   (at most 32 policies, built-ins included).
  */

@@ -199,6 +199,11 @@ haltpoll_create(const struct evd_policy_param *p, unsigned int n, const struct e
 	int rc = evd__policy_parse_keys("haltpoll", p, n, kv, RTE_DIM(kv));
 
 	RTE_SET_USED(env);
+	if (rc == 0 && s.a > s.b) {
+		EVD_LOG(ERR, "policy haltpoll: start_ns=%" PRIu64 " over max_ns=%" PRIu64 ": the "
+			"window grows from the one to the other", s.a, s.b);
+		return -EINVAL;
+	}
 	s.window = 0;
 	return rc < 0 ? rc : alloc_state(&s, state);
 }
