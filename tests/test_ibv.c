@@ -140,9 +140,19 @@ delivery(bool adopt)
 	struct emu_cqe bad = cqe(99);
 
 	if (adopt) {
+		struct ibv_cq *other;
+		struct evd_source *dup;
+
 		ch = emu_create_channel(ctx);
 		legacy = emu_create_cq(ctx, 64, ch, sem);
 		CHECK_EQ(evd_ibv_cq_adopt(legacy, "adopted", NULL, on_wc, &k, &s), 0);
+		/* one source a CQ, one CQ a channel: both polling one CQ, or
+		 * each reading the other's channel events, lose completions */
+		CHECK_EQ(evd_ibv_cq_adopt(legacy, "again", NULL, on_wc, &k, &dup), -EBUSY);
+		CHECK(dup == NULL);
+		other = emu_create_cq(ctx, 64, ch, sem);
+		CHECK_EQ(evd_ibv_cq_adopt(other, "shares", NULL, on_wc, &k, &dup), -EBUSY);
+		CHECK_EQ(emu_destroy_cq(other), 0);
 	} else {
 		CHECK_EQ(evd_ibv_cq_create(ctx, "created", NULL, on_wc, &k, &s), 0);
 	}
@@ -173,6 +183,9 @@ delivery(bool adopt)
 	destroy(loop, s);
 	if (adopt) {
 		check_balanced(legacy);
+		/* its source destroyed, the CQ may be adopted again */
+		CHECK_EQ(evd_ibv_cq_adopt(legacy, "again", NULL, on_wc, &k, &s), 0);
+		CHECK_EQ(evd_source_destroy(s), 0);
 		CHECK_EQ(emu_destroy_cq(legacy), 0);
 		CHECK_EQ(emu_destroy_channel(ch), 0);
 	}

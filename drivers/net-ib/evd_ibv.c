@@ -292,6 +292,26 @@ registry_add(struct cq_src *s)
 	pthread_mutex_unlock(&registry_lock);
 }
 
+/* An adopted CQ: unless its CQ or its channel is a source's already (two
+ * sources of one CQ would both poll it; of one channel, each would read
+ * and acknowledge the other's events). */
+static int
+registry_add_adopted(struct cq_src *s)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&registry_lock);
+	for (struct cq_src *o = cq_list; o != NULL && rc == 0; o = o->next)
+		if (o->cq == s->cq || o->ch == s->ch)
+			rc = -EBUSY;
+	if (rc == 0) {
+		s->next = cq_list;
+		cq_list = s;
+	}
+	pthread_mutex_unlock(&registry_lock);
+	return rc;
+}
+
 static void
 registry_del(struct cq_src *s)
 {
@@ -509,14 +529,21 @@ evd_ibv_cq_adopt(struct ibv_cq *cq, const char *name, const struct evd_ibv_cq_co
 		return rc;
 	s->cq = cq;
 	s->ch = cq->channel;
+	rc = registry_add_adopted(s);
+	if (rc < 0) {
+		IBV_LOG(ERR, "adopt %s: the CQ or its completion channel is a source already "
+			"(a channel dedicated to one CQ, one source a CQ)", s->src.name);
+		free(s);
+		return rc;
+	}
 	rc = set_nonblock(s->ch->fd);
 	if (rc == 0)
 		rc = moderate(s, c);
 	if (rc < 0) {
+		registry_del(s);
 		free(s);
 		return rc;
 	}
-	registry_add(s);
 	*out = &s->src;
 	return 0;
 }

@@ -88,8 +88,10 @@ int evd_ibv_cq_create(struct ibv_context *ctx, const char *name, const struct ev
  * application's: evd_source_destroy() acknowledges every event it read and
  * leaves them; destroy them after it. cq_context is not touched.
  *
- * @return 0; -EINVAL (NULL, or a CQ without a completion channel); -EOPNOTSUPP
- *   for moderation the provider lacks; or the errno libibverbs reported.
+ * @return 0; -EINVAL (NULL, or a CQ without a completion channel); -EBUSY (the
+ *   CQ, or its channel, is a source's already, until that one is destroyed);
+ *   -EOPNOTSUPP for moderation the provider lacks; or the errno libibverbs
+ *   reported.
  */
 int evd_ibv_cq_adopt(struct ibv_cq *cq, const char *name, const struct evd_ibv_cq_conf *conf,
 		     evd_handler_t handler, void *arg, struct evd_source **out);
