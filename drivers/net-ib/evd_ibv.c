@@ -394,8 +394,10 @@ check_conf(const struct evd_ibv_cq_conf *c)
 			"be added", c->wc_flags);
 		return -EINVAL;
 	}
-	if (c->cqe > INT32_MAX)
+	if (c->cqe > INT32_MAX) {
+		IBV_LOG(ERR, "cqe %" PRIu32 ": libibverbs takes at most INT32_MAX entries", c->cqe);
 		return -EINVAL;
+	}
 	return 0;
 }
 
