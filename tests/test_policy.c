@@ -112,6 +112,29 @@ test_spec_ok(void)
 	}
 }
 
+/* l3fwd's sleep timeout is timeout_ms whatever it is, its maximum too (10000
+ * once stood for "not given" and became the 10 ms default) */
+static void
+test_l3fwd_timeout(void)
+{
+	static const struct {
+		const char *spec;
+		uint64_t ns;
+	} t[] = { { "l3fwd", 10000000 }, { "l3fwd:timeout_ms=1", 1000000 },
+		  { "l3fwd:timeout_ms=10000", 10000000000ull } };
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		struct evd_policy_input in = { .idle_rounds = 300 };
+		struct evd_policy *p;
+		uint64_t arg = 0;
+
+		CHECK_EQ(evd_policy_create(t[i].spec, &p), 0);
+		CHECK_EQ(evd_policy_decide(p, &in, &arg), EVD_ACTION_SLEEP);
+		CHECK_EQ(arg, t[i].ns);
+		evd_policy_destroy(p);
+	}
+}
+
 /* adaptive:learn=0,spin_max_us=100,spin_pct=40 on a virtual clock: poll for 40 us
  * after the last event, pause until 100 us, then sleep. */
 static void
@@ -1146,6 +1169,7 @@ main(int argc, char **argv)
 	}
 	TEST(test_spec_errors);
 	TEST(test_spec_ok);
+	TEST(test_l3fwd_timeout);
 	TEST(test_adaptive_decisions);
 	TEST(test_adaptive_learns);
 	TEST(test_adaptive_young);

@@ -63,8 +63,9 @@ testevd_usage(FILE *f, const char *prog)
 		"                    poisson:rate=R, onoff:rate=R,on_ms=A,off_ms=B,\n"
 		"                    pareto:alpha=A,mean_us=M, periodic:period_us=P,jitter_us=J, day;\n"
 		"                    periodic:...,sources=N: N independent periodic sources\n"
-		"                    (ids 1..N, periods P (1 + 0.41 k); N up to 8). On the ring\n"
-		"                    source a trace's source ids get one ring each (up to 8)\n"
+		"                    (ids 1..N, id k every P (1 + 0.41 (k - 1)); N up to 8).\n"
+		"                    On the ring source a trace's source ids get one ring each\n"
+		"                    (up to 8)\n"
 		"  --speedup X       divide every gap of the trace by X (default 1)\n"
 		"  --events N        arrivals a generator makes (default 100000)\n"
 		"  --max-sleep-us N  bound on one sleep, in us (default %d)\n"
@@ -114,7 +115,7 @@ testevd_usage(FILE *f, const char *prog)
 		"  --linger S        keep the loop S seconds after the run, for dpdk-telemetry.py\n"
 		"                    (/evd/list, /evd/stats,ID, /evd/sources,ID); 0..3600\n"
 		"  --no-progress     no live progress line (shown only on a terminal)\n"
-		"  --help            this text\n"
+		"  -h, --help        this text\n"
 		"\n"
 		"Examples:\n"
 		"  testevd                                 # the demo: 10 s, adaptive, ring\n"
@@ -261,8 +262,8 @@ testevd_parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case O_SOURCE:
 			if (!source_known(optarg))
-				return bad(prog, "unknown --source '%s' (ring; verbs-emu and verbs need "
-					   "the net-ib driver, built with libibverbs)", optarg);
+				return bad(prog, "unknown --source '%s' (ring, ethdev; verbs-emu and "
+					   "verbs need the net-ib driver, built with libibverbs)", optarg);
 			o->source = optarg;
 			break;
 		case O_SEMANTICS:

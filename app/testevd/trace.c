@@ -235,7 +235,7 @@ struct gen_args {
 	double rate, on_ms, off_ms, alpha, mean_us, period_us, jitter_us, sources;
 };
 
-#define GEN_PERIOD_STEP 0.41 /* periodic, sources=N: source k's period is P (1 + 0.41 k) */
+#define GEN_PERIOD_STEP 0.41 /* periodic, sources=N: id k's period is P (1 + 0.41 (k - 1)) */
 
 /* The keys each generator takes (day: none), in struct gen_args order. */
 static const char *const gen_keys[] = { "rate", "on_ms", "off_ms", "alpha", "mean_us", "period_us",

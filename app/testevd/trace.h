@@ -26,7 +26,7 @@ struct trace {
  *   pareto:alpha=A,mean_us=M  heavy-tailed gaps (alpha > 1)
  *   periodic:period_us=P,jitter_us=J
  *   periodic:...,sources=N    N independent periodic sources, ids 1..N,
- *                             source k every P (1 + 0.41 k), own phase
+ *                             id k every P (1 + 0.41 (k - 1)), own phase
  *   day                       a mix: quiet, busy, bursty, periodic stretches
  * Generators make `events` arrivals from `seed`. Every gap is divided by
  * `speedup`. A trace has at most TRACE_MAX_EVENTS arrivals, each gap at

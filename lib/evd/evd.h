@@ -199,8 +199,9 @@ int evd_loop_destroy(struct evd_loop *loop);
 /**
  * Register a source on a loop. Control path: call from the loop's thread, or
  * while the loop is not running.
- * @return 0; -EINVAL if a source is NULL or already on a loop; -ENOMEM; or
- *   an errno from epoll_ctl().
+ * @return 0; -EINVAL if a source is NULL or already on a loop; -ENOMEM; the
+ *   error of the source's fd op (other than -ENOTSUP: poll-only); or an errno
+ *   from epoll_ctl().
  */
 int evd_loop_add(struct evd_loop *loop, struct evd_source *src);
 
@@ -239,7 +240,8 @@ int evd_loop_step(struct evd_loop *loop);
  */
 int evd_loop_stop(struct evd_loop *loop);
 
-/** Clear a stop request so that the loop can run again. Not while running. */
+/** Clear a stop request so that the loop can run again. Not while running.
+ * @return 0; -EBUSY while running; -EINVAL for NULL. */
 int evd_loop_resume(struct evd_loop *loop);
 
 /** The loop's name. */
@@ -339,7 +341,8 @@ int evd_ring_create(const char *name, uint32_t size, evd_handler_t handler, void
 /**
  * Post one event. Any thread. Lock-free.
  * @return 0; -ENOBUFS if the ring is full (counted in the source's `full`
- *   stat; the event was not posted); -EINVAL for NULL.
+ *   stat; the event was not posted); -EINVAL for NULL or a source that is
+ *   not a ring.
  */
 int evd_ring_post(struct evd_source *ring, const struct evd_event *ev);
 
@@ -368,7 +371,8 @@ unsigned int evd_ring_count(const struct evd_source *ring);
  * @param handler Called on the loop thread while the fd is ready.
  * @param arg     The handler's last argument.
  * @param out     The new source, to evd_loop_add().
- * @return 0; -EINVAL for a negative fd or NULL handler; -ENOMEM.
+ * @return 0; -EINVAL for a negative fd, a NULL handler or @p out, or
+ *   EPOLLET, EPOLLONESHOT or EPOLLEXCLUSIVE in @p events; -ENOMEM.
  */
 int evd_fd_create(const char *name, int fd, uint32_t events, evd_handler_t handler, void *arg,
 		  struct evd_source **out);

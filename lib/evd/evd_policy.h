@@ -23,7 +23,8 @@
  *   histogram is young; in a loop of several sources also the
  *   superposition of each source's own gaps (how long each has been
  *   silent), where it has cost less than the contexts; after a round that
- *   found a burst it spins at least B (busy-period lock-in); for periodic
+ *   found a burst it spins at least B (busy-period lock-in, where the
+ *   latency budget does not cover L(B)); for periodic
  *   sources (followed per source), where it pays, it sleeps with a timeout
  *   that ends before the next expected arrival and polls through it
  *   (pre-wake). With a latency budget it prices only latency beyond the
@@ -31,7 +32,8 @@
  *   while arrivals come two or more a nap, so that one wake serves a
  *   run of arrivals. Keys:
  *   `budget_us` (the latency budget, 0..1000000; default 0: none),
- *   `spin_max_us` (cap on the spin, 0..1000000), `nap` (0/1; default 1:
+ *   `spin_max_us` (cap on the learned spin threshold, 0..1000000; lock-in
+ *   and pre-wake windows may still poll), `nap` (0/1; default 1:
  *   nap where the budget leaves room), `lambda_pct` (price of a ns
  *   of latency in ns of CPU, x100; default 100), `prewake` (0/1; default 1),
  *   `superpose` (0/1; default 1; 0: the context rule alone),
@@ -40,7 +42,9 @@
  *   bounds a context's sleeps at 1, 2, 3, 5 or 10 ms, or not, whichever
  *   costs least over its gaps where the wake latency grows with the time
  *   asleep, for at most as many timeouts a gap as B fits in the priced L
- *   of the longest sleep), `learn` (0: the fixed rule:
+ *   of the longest sleep), `guard_for_us` (with `guard_us=N` only: bound
+ *   the sleeps only this long after the last completion instead of a
+ *   second, 1..1000000), `learn` (0: the fixed rule:
  *   poll `spin_pct` % of a spin budget, pause `pause_ns` at a time until
  *   it, then sleep; the spin budget is `spin_max_us` or B; not with
  *   `budget_us`).
@@ -201,7 +205,8 @@ int evd_policy_register(const struct evd_policy_ops *ops);
 
 /**
  * Check a spec without creating a loop (does not calibrate).
- * @return 0; -EINVAL (bad syntax, key or value; logged); -ENOENT (unknown name).
+ * @return 0; -EINVAL (bad syntax, key or value; logged); -ENOENT (unknown name);
+ *   -ENOMEM (it makes an instance to check the values).
  */
 int evd_policy_validate(const char *spec);
 

@@ -88,7 +88,7 @@ static int
 l3fwd_create(const struct evd_policy_param *p, unsigned int n, const struct evd_policy_env *env,
 	     void **state)
 {
-	struct params s = { .a = 10, .b = 300, .c = 10000 }; /* min zero polls, suspend, timeout ms */
+	struct params s = { .a = 10, .b = 300, .c = 10 }; /* min zero polls, suspend, timeout ms */
 	const struct evd__policy_key kv[] = {
 		{ "min_zero_polls", 0, 1000000, &s.a },
 		{ "suspend_threshold", 1, 1000000, &s.b },
@@ -97,8 +97,6 @@ l3fwd_create(const struct evd_policy_param *p, unsigned int n, const struct evd_
 	int rc = evd__policy_parse_keys("l3fwd", p, n, kv, RTE_DIM(kv));
 
 	RTE_SET_USED(env);
-	if (rc == 0 && s.c == 10000)
-		s.c = 10;
 	return rc < 0 ? rc : alloc_state(&s, state);
 }
 
