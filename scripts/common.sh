@@ -1,5 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Shared by scripts/demo and scripts/test: install what is missing, build.
+# EVD_BUILD_DIR: the build directory (default: build/ in the source tree;
+# the sanitizer builds go beside it, with -asan and -tsan appended).
 set -euo pipefail
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -46,11 +48,31 @@ apt_install() {
 		{ apt-get update -qq && apt-get install -y -qq --no-install-recommends "$@" >/dev/null; }
 }
 
-build_evd() {
-	if [ -f "$build/build.ninja" ]; then
-		meson setup --reconfigure "$build" "$top" "$@" >/dev/null
-	else
-		meson setup "$build" "$top" "$@" >/dev/null
+# quietly DESCRIPTION CMD...: run CMD with its output kept aside; on failure
+# show it (meson prints its errors on stdout) and stop.
+quietly() {
+	local what=$1 out
+	shift
+	if ! out=$("$@" 2>&1); then
+		printf '%s\n' "$out" >&2
+		echo "evd: $what failed: $*" >&2
+		exit 1
 	fi
+}
+
+# setup_build DIR [meson options...]: configure DIR, or reconfigure it (so
+# that options changed here take effect in a build directory already there).
+setup_build() {
+	local dir=$1
+	shift
+	if [ -f "$dir/build.ninja" ]; then
+		quietly "meson setup" meson setup --reconfigure "$dir" "$top" "$@"
+	else
+		quietly "meson setup" meson setup "$dir" "$top" "$@"
+	fi
+}
+
+build_evd() {
+	setup_build "$build" "$@"
 	ninja -C "$build"
 }
