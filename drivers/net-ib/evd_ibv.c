@@ -283,25 +283,16 @@ cq_ack(struct evd_source *src)
 
 /* ---- lifetime ---------------------------------------------------------------- */
 
-static void
-registry_add(struct cq_src *s)
-{
-	pthread_mutex_lock(&registry_lock);
-	s->next = cq_list;
-	cq_list = s;
-	pthread_mutex_unlock(&registry_lock);
-}
-
-/* An adopted CQ: unless its CQ or its channel is a source's already (two
- * sources of one CQ would both poll it; of one channel, each would read
- * and acknowledge the other's events). */
+/* Add a CQ source; an adopted one (@p adopted) unless its CQ or its channel
+ * is a source's already (two sources of one CQ would both poll it; of one
+ * channel, each would read and acknowledge the other's events): -EBUSY. */
 static int
-registry_add_adopted(struct cq_src *s)
+registry_add(struct cq_src *s, bool adopted)
 {
 	int rc = 0;
 
 	pthread_mutex_lock(&registry_lock);
-	for (struct cq_src *o = cq_list; o != NULL && rc == 0; o = o->next)
+	for (struct cq_src *o = cq_list; adopted && o != NULL && rc == 0; o = o->next)
 		if (o->cq == s->cq || o->ch == s->ch)
 			rc = -EBUSY;
 	if (rc == 0) {
@@ -499,7 +490,7 @@ evd_ibv_cq_create(struct ibv_context *ctx, const char *name, const struct evd_ib
 		free(s);
 		return rc;
 	}
-	registry_add(s);
+	(void)registry_add(s, false); /* created here: its own CQ and channel */
 	*out = &s->src;
 	return 0;
 }
@@ -531,7 +522,7 @@ evd_ibv_cq_adopt(struct ibv_cq *cq, const char *name, const struct evd_ibv_cq_co
 		return rc;
 	s->cq = cq;
 	s->ch = cq->channel;
-	rc = registry_add_adopted(s);
+	rc = registry_add(s, true);
 	if (rc < 0) {
 		IBV_LOG(ERR, "adopt %s: the CQ or its completion channel is a source already "
 			"(a channel dedicated to one CQ, one source a CQ)", s->src.name);
