@@ -77,9 +77,13 @@ def cpu_p99(d):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
+    if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
         sys.exit(__doc__)
     d = sys.argv[1]
+    if not os.path.isdir(d):
+        sys.exit(f"plots.py: {d}: not a directory")
     p = cpu_p99(d)
     if p:
         print("wrote", p)
+    else:
+        sys.exit(f"plots.py: {d}: no score-*.json to draw")
