@@ -58,6 +58,7 @@ assert "policy_state" in s and (s["policy_state"].startswith("gaps=") or s["poli
 src = mid[2]["/evd/sources"]
 assert len(src) == 1, src
 name, one = next(iter(src.items()))
+assert name.isdigit() and one["name"] == "events", src # keyed by the source's id
 assert one["kind"] == "ring" and one["events"] > 0 and one["has_fd"] == 1, src
 assert mid[3]["/evd/stats"]["id"] == 0, "the loop by name"
 assert mid[4]["/evd/stats"] is None, f"an unknown loop is an error: {mid[4]}"
@@ -76,4 +77,24 @@ assert c is not None and e["cost_model_B_ns"] == c["b_ns"], (e.get("cost_model_B
 assert e["cost_model_L_ns"] == c["wake_ns"], (e.get("cost_model_L_ns"), c)
 print(f"ok: telemetry mid-run events {s['events']} in mode {s['mode']}; after the run events {e['events']}, "
       f"sleeps {e['sleeps']}, wakeups {e['wakeups']} = the report; policy_state '{e['policy_state']}'")
+PY
+# Sources whose names telemetry would not take as keys ("events-1": keys
+# are [A-Za-z0-9_/]; they went missing from /evd/sources), and loop ids
+# that are digits only ("-0" is no loop's).
+prefix=evd-tm2$$
+"$testevd" --no-huge -m 128 --no-pci --file-prefix=$prefix -- --trace periodic:period_us=1000,jitter_us=1,sources=3 \
+	--events 3000 --linger 4 --no-progress >"$tmp/out2.log" 2>&1 &
+pid=$!
+for _ in $(seq 150); do grep -q "stays" "$tmp/out2.log" && break; sleep 0.1; done
+printf '%s\n' /evd/sources,0 /evd/stats,-0 /evd/stats,00 | python3 "$client" -f $prefix >"$tmp/three.json" 2>&1
+wait $pid || { echo "FAIL: testevd (three sources) exited $?"; cat "$tmp/out2.log"; exit 1; }
+python3 - "$tmp/three.json" <<'PY'
+import json, sys
+r = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+assert len(r) == 3, r
+names = sorted(v["name"] for v in r[0]["/evd/sources"].values())
+assert names == ["events-1", "events-2", "events-3"], r[0]
+assert r[1]["/evd/stats"] is None, f"'-0' is no loop's id: {r[1]}"
+assert r[2]["/evd/stats"]["id"] == 0, r[2]
+print(f"ok: /evd/sources lists {names}; '-0' names no loop, '00' loop 0")
 PY

@@ -4,7 +4,8 @@
  * and sends every packet back out of the same port. It never sleeps: its
  * core is at 100% with or without traffic. Compare with ../fwd-evd.
  *
- *   fwd-busy [EAL options] -- (e.g. --vdev net_virtio_user0,path=SOCK)
+ *   fwd-busy [EAL options]   (e.g. --vdev net_virtio_user0,path=SOCK; it has
+ *                          no options of its own)
  */
 #include <signal.h>
 #include <stdio.h>
@@ -60,9 +61,16 @@ main(int argc, char **argv)
 	uint16_t port = 0;
 	int rc;
 
-	if (rte_eal_init(argc, argv) < 0) {
+	rc = rte_eal_init(argc, argv);
+	if (rc < 0) {
 		fprintf(stderr, "fwd: EAL initialisation failed\n");
 		return 1;
+	}
+	if (argc - rc > 1) { /* after "--": nothing is ours */
+		fprintf(stderr, "fwd: no options of its own ('%s' after the EAL options); "
+			"give the port with EAL's --vdev or -a\n", argv[rc + 1]);
+		rte_eal_cleanup();
+		return 2;
 	}
 	if (!rte_eth_dev_is_valid_port(port)) {
 		fprintf(stderr, "fwd: no port 0 (give one with --vdev or -a)\n");

@@ -6,7 +6,8 @@
  * without losing a packet that lands while it arms. Compare with
  * ../fwd-busy: `diff -u fwd-busy/main.c fwd-evd/main.c`.
  *
- *   fwd-evd [EAL options] -- (e.g. --vdev net_virtio_user0,path=SOCK)
+ *   fwd-evd [EAL options]   (e.g. --vdev net_virtio_user0,path=SOCK; it has
+ *                          no options of its own)
  */
 #include <signal.h>
 #include <stdio.h>
@@ -70,9 +71,16 @@ main(int argc, char **argv)
 	uint16_t port = 0;
 	int rc;
 
-	if (rte_eal_init(argc, argv) < 0) {
+	rc = rte_eal_init(argc, argv);
+	if (rc < 0) {
 		fprintf(stderr, "fwd: EAL initialisation failed\n");
 		return 1;
+	}
+	if (argc - rc > 1) { /* after "--": nothing is ours */
+		fprintf(stderr, "fwd: no options of its own ('%s' after the EAL options); "
+			"give the port with EAL's --vdev or -a\n", argv[rc + 1]);
+		rte_eal_cleanup();
+		return 2;
 	}
 	if (!rte_eth_dev_is_valid_port(port)) {
 		fprintf(stderr, "fwd: no port 0 (give one with --vdev or -a)\n");
@@ -98,6 +106,9 @@ main(int argc, char **argv)
 	fflush(stdout);
 
 	evd_loop_run(loop); /* until evd_loop_stop() */
+	/* a second signal now would stop a loop about to be freed */
+	signal(SIGINT, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
 
 	printf("fwd: %" PRIu64 " received, %" PRIu64 " sent back, %" PRIu64 " dropped\n",
 	       rx_total, tx_total, dropped);

@@ -1108,46 +1108,60 @@ evd_loop_resume(struct evd_loop *loop)
 
 #define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 
+/* Stores of what is read, atomic too: a reset writes the baseline while
+ * telemetry (another thread) may be reading it. */
+#define PUT(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+
 static void
 loop_stats_read(const struct evd_loop_stats *s, struct evd_loop_stats *d)
 {
-	d->polls = LOAD(s->polls);
-	d->empty_polls = LOAD(s->empty_polls);
-	d->events = LOAD(s->events);
-	d->arms = LOAD(s->arms);
-	d->repoll_hits = LOAD(s->repoll_hits);
-	d->sleeps = LOAD(s->sleeps);
-	d->wakeups = LOAD(s->wakeups);
-	d->spurious_wakeups = LOAD(s->spurious_wakeups);
-	d->sleep_timeouts = LOAD(s->sleep_timeouts);
-	d->lost_wakeups = LOAD(s->lost_wakeups);
-	d->pauses = LOAD(s->pauses);
-	d->naps = LOAD(s->naps);
-	d->mode_switches = LOAD(s->mode_switches);
-	d->timers_fired = LOAD(s->timers_fired);
-	d->errors = LOAD(s->errors);
+	PUT(d->polls, LOAD(s->polls));
+	PUT(d->empty_polls, LOAD(s->empty_polls));
+	PUT(d->events, LOAD(s->events));
+	PUT(d->arms, LOAD(s->arms));
+	PUT(d->repoll_hits, LOAD(s->repoll_hits));
+	PUT(d->sleeps, LOAD(s->sleeps));
+	PUT(d->wakeups, LOAD(s->wakeups));
+	PUT(d->spurious_wakeups, LOAD(s->spurious_wakeups));
+	PUT(d->sleep_timeouts, LOAD(s->sleep_timeouts));
+	PUT(d->lost_wakeups, LOAD(s->lost_wakeups));
+	PUT(d->pauses, LOAD(s->pauses));
+	PUT(d->naps, LOAD(s->naps));
+	PUT(d->mode_switches, LOAD(s->mode_switches));
+	PUT(d->timers_fired, LOAD(s->timers_fired));
+	PUT(d->errors, LOAD(s->errors));
 	for (int m = 0; m < EVD_MODE_COUNT; m++)
-		d->mode_ns[m] = LOAD(s->mode_ns[m]);
-	d->cpu_ns = LOAD(s->cpu_ns);
-	d->mode = LOAD(s->mode);
+		PUT(d->mode_ns[m], LOAD(s->mode_ns[m]));
+	PUT(d->cpu_ns, LOAD(s->cpu_ns));
+	PUT(d->mode, LOAD(s->mode));
 }
 
 static void
 source_stats_read(const struct evd_source_stats *s, struct evd_source_stats *d)
 {
-	d->polls = LOAD(s->polls);
-	d->empty_polls = LOAD(s->empty_polls);
-	d->events = LOAD(s->events);
-	d->arms = LOAD(s->arms);
-	d->repoll_hits = LOAD(s->repoll_hits);
-	d->wakeups = LOAD(s->wakeups);
-	d->spurious_wakeups = LOAD(s->spurious_wakeups);
-	d->lost_wakeups = LOAD(s->lost_wakeups);
-	d->errors = LOAD(s->errors);
-	d->full = LOAD(s->full);
+	PUT(d->polls, LOAD(s->polls));
+	PUT(d->empty_polls, LOAD(s->empty_polls));
+	PUT(d->events, LOAD(s->events));
+	PUT(d->arms, LOAD(s->arms));
+	PUT(d->repoll_hits, LOAD(s->repoll_hits));
+	PUT(d->wakeups, LOAD(s->wakeups));
+	PUT(d->spurious_wakeups, LOAD(s->spurious_wakeups));
+	PUT(d->lost_wakeups, LOAD(s->lost_wakeups));
+	PUT(d->errors, LOAD(s->errors));
+	PUT(d->full, LOAD(s->full));
 }
 
-#define SUB(f) d->f -= b->f
+/* Less the baseline, never under 0: a reset that raced the read (telemetry
+ * reads while the application may reset) cannot wrap a counter to ~2^64. */
+static inline uint64_t
+since(uint64_t cur, const uint64_t *base)
+{
+	uint64_t b = LOAD(*base);
+
+	return cur >= b ? cur - b : 0;
+}
+
+#define SUB(f) d->f = since(d->f, &b->f)
 
 int
 evd_loop_stats_get(struct evd_loop *loop, struct evd_loop_stats *st)
@@ -1163,7 +1177,7 @@ evd_loop_stats_get(struct evd_loop *loop, struct evd_loop_stats *st)
 	SUB(wakeups); SUB(spurious_wakeups); SUB(sleep_timeouts); SUB(lost_wakeups); SUB(pauses);
 	SUB(naps); SUB(mode_switches); SUB(timers_fired); SUB(errors); SUB(cpu_ns);
 	for (int m = 0; m < EVD_MODE_COUNT; m++)
-		d->mode_ns[m] -= b->mode_ns[m];
+		d->mode_ns[m] = since(d->mode_ns[m], &b->mode_ns[m]);
 	return 0;
 }
 

@@ -65,15 +65,24 @@ evd__registry_remove(struct evd_loop *loop)
 static struct evd_loop *
 lock_find(const char *param)
 {
-	char *end;
-	unsigned long id;
+	bool digits = param != NULL && *param != '\0' && strspn(param, "0123456789") == strlen(param);
+	unsigned long long id = 0;
 
 	if (param == NULL || *param == '\0')
 		return NULL;
-	id = strtoul(param, &end, 10);
+	/* an id is digits only ("-0", " 0" or 2^64 - 1 are no loop's), and an
+	 * id names its loop before a loop whose name is those digits */
+	if (digits) {
+		errno = 0;
+		id = strtoull(param, NULL, 10);
+		digits = errno == 0 && id <= UINT32_MAX;
+	}
 	evd__registry_lock();
+	for (struct evd_loop *l = loops; digits && l != NULL; l = l->tm_next)
+		if (l->id == id)
+			return l;
 	for (struct evd_loop *l = loops; l != NULL; l = l->tm_next)
-		if ((*end == '\0' && l->id == id) || strcmp(l->name, param) == 0)
+		if (strcmp(l->name, param) == 0)
 			return l;
 	evd__registry_unlock();
 	return NULL;
@@ -182,16 +191,21 @@ tm_sources(const char *cmd, const char *params, struct rte_tel_data *d)
 	l = lock_find(params);
 	if (l == NULL)
 		return -EINVAL;
+	/* keyed by the source's id: telemetry takes [A-Za-z0-9_/] in keys only,
+	 * and refused "port0.rxq0" or "events-1" (those sources went missing);
+	 * two sources may share a name, never an id */
 	rte_tel_data_start_dict(d);
 	for (uint32_t i = 0; i < l->n_src && i < RTE_TEL_MAX_DICT_ENTRIES; i++) {
 		struct evd_source *s = l->src[i];
 		struct rte_tel_data *c = rte_tel_data_alloc();
 		struct evd_source_stats st;
+		char key[16];
 
 		if (c == NULL)
 			break;
 		evd_source_stats_get(s, &st);
 		rte_tel_data_start_dict(c);
+		rte_tel_data_add_dict_string(c, "name", s->name);
 		rte_tel_data_add_dict_string(c, "kind", s->ops->kind ? s->ops->kind : "");
 		rte_tel_data_add_dict_int(c, "has_fd", s->has_fd);
 		U64(c, &st, polls);
@@ -204,7 +218,8 @@ tm_sources(const char *cmd, const char *params, struct rte_tel_data *d)
 		U64(c, &st, lost_wakeups);
 		U64(c, &st, errors);
 		U64(c, &st, full);
-		if (rte_tel_data_add_dict_container(d, s->name, c, 0) < 0)
+		snprintf(key, sizeof(key), "%" PRIu32, s->id);
+		if (rte_tel_data_add_dict_container(d, key, c, 0) < 0)
 			rte_tel_data_free(c);
 	}
 	evd__registry_unlock();
