@@ -48,6 +48,12 @@ apt_install() {
 		{ apt-get update -qq && apt-get install -y -qq --no-install-recommends "$@" >/dev/null; }
 }
 
+# header SCRIPT: its header comment (after the SPDX line), the text of its
+# --help and usage messages
+header() {
+	awk 'NR >= 3 && /^#/ { sub(/^# ?/, ""); print; next } NR >= 3 { exit }' "$1"
+}
+
 # quietly DESCRIPTION CMD...: run CMD with its output kept aside; on failure
 # show it (meson prints its errors on stdout) and stop.
 quietly() {
