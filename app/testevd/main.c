@@ -113,14 +113,14 @@ calibration_load(const char *path)
 	}
 	free(line);
 	fclose(f);
-	if (why == NULL && !got) {
-		fprintf(stderr, "testevd: --calibration %s: no line of numbers; the file is one line "
-			"of 5 numbers in ns: B L(10us) L(100us) L(1ms) L(10ms)\n", path);
-		return EXIT_USAGE;
-	}
-	if (why != NULL) {
-		fprintf(stderr, "testevd: --calibration %s: line %zu: %s; the file is one line of 5 "
-			"numbers in ns: B L(10us) L(100us) L(1ms) L(10ms)\n", path, lineno, why);
+	if (why != NULL || !got) {
+		char at[32] = ""; /* the line at fault, if one is */
+
+		if (why != NULL)
+			snprintf(at, sizeof(at), "line %zu: ", lineno);
+		fprintf(stderr, "testevd: --calibration %s: %s%s; the file is one line of 5 numbers "
+			"in ns: B L(10us) L(100us) L(1ms) L(10ms)\n", path, at,
+			why != NULL ? why : "no line of numbers");
 		return EXIT_USAGE;
 	}
 	e.sleep_wake_ns = v[0];

@@ -377,6 +377,20 @@ simulate(const char *spec, const struct trace *t, double lambda, struct score *s
 	return 0;
 }
 
+/* The competitive ratio and CPU %, for the table and the JSON alike (a
+ * trace of zero gaps has no cost and no time: 1 and 0). */
+static double
+score_ratio(const struct score *s)
+{
+	return s->oracle_cost > 0 ? s->cost / s->oracle_cost : 1.0;
+}
+
+static double
+score_cpu_pct(const struct score *s)
+{
+	return s->total_ns > 0 ? 100.0 * s->cpu_ns / s->total_ns : 0;
+}
+
 static void
 score_json(FILE *f, const struct score *s, const char *trace, const struct hindsight *h, bool last)
 {
@@ -390,9 +404,8 @@ score_json(FILE *f, const struct score *s, const char *trace, const struct hinds
 		"\"cpu_pct\": %.3f, \"latency_us\": {\"p50\": %.3f, \"p99\": %.3f, \"p999\": %.3f}, "
 		"\"mode_switches\": %" PRIu64 ", \"sleeps\": %" PRIu64 ", \"naps\": %" PRIu64
 		", \"budget_us\": %.0f, ",
-		s->events, s->oracle_cost > 0 ? s->cost / s->oracle_cost : 1.0,
-		s->cost, s->oracle_cost, h->ratio, h->ctx_ratio,
-		s->total_ns > 0 ? 100.0 * s->cpu_ns / s->total_ns : 0,
+		s->events, score_ratio(s), s->cost, s->oracle_cost, h->ratio, h->ctx_ratio,
+		score_cpu_pct(s),
 		(double)hist_pct(&s->lat, 0.5) / 1e3, (double)hist_pct(&s->lat, 0.99) / 1e3,
 		(double)hist_pct(&s->lat, 0.999) / 1e3, s->switches, s->sleeps, s->naps, budget_ns / 1e3);
 	report_json_calibration(f);
@@ -476,10 +489,8 @@ score_mode(const struct opts *o)
 			free(s);
 			return EXIT_USAGE;
 		}
-		/* a trace of zero gaps has no cost and no time: as the JSON */
 		printf("  %-34.34s %9.3f %8.2f %10.2f %10.2f %10.2f %9" PRIu64 "\n", s[i].policy,
-		       s[i].oracle_cost > 0 ? s[i].cost / s[i].oracle_cost : 1.0,
-		       s[i].total_ns > 0 ? 100.0 * s[i].cpu_ns / s[i].total_ns : 0,
+		       score_ratio(&s[i]), score_cpu_pct(&s[i]),
 		       (double)hist_pct(&s[i].lat, 0.5) / 1e3, (double)hist_pct(&s[i].lat, 0.99) / 1e3,
 		       (double)hist_pct(&s[i].lat, 0.999) / 1e3, s[i].switches);
 	}

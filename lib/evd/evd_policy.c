@@ -1554,18 +1554,18 @@ cmp_u64(const void *a, const void *b)
 }
 
 /*
- * The mean without the largest and the smallest sample. L enters the cost
- * model as an expectation, and wakes on a VM are a mixture: after 100 us
- * some catch the host still polling the halted vCPU (13 us here), others
- * find it given away (76 us). A median picks one mode or the other from
- * one run to the next; the mean weighs them by how often each came.
+ * The mean without the largest and the smallest sample (@p v sorted). L
+ * enters the cost model as an expectation, and wakes on a VM are a
+ * mixture: after 100 us some catch the host still polling the halted vCPU
+ * (13 us here), others find it given away (76 us). A median picks one mode
+ * or the other from one run to the next; the mean weighs them by how often
+ * each came.
  */
 static uint64_t
-trimmed_mean(uint64_t *v, int n)
+trimmed_mean(const uint64_t *v, int n)
 {
 	uint64_t sum = 0;
 
-	qsort(v, n, sizeof(v[0]), cmp_u64);
 	for (int i = 1; i < n - 1; i++)
 		sum += v[i];
 	return sum / (uint64_t)(n - 2);

@@ -65,13 +65,14 @@ evd__registry_remove(struct evd_loop *loop)
 static struct evd_loop *
 lock_find(const char *param)
 {
-	bool digits = param != NULL && *param != '\0' && strspn(param, "0123456789") == strlen(param);
 	unsigned long long id = 0;
+	bool digits;
 
 	if (param == NULL || *param == '\0')
 		return NULL;
 	/* an id is digits only ("-0", " 0" or 2^64 - 1 are no loop's), and an
 	 * id names its loop before a loop whose name is those digits */
+	digits = strspn(param, "0123456789") == strlen(param);
 	if (digits) {
 		errno = 0;
 		id = strtoull(param, NULL, 10);
