@@ -145,6 +145,62 @@ test_read_while_running(void)
 	CHECK_EQ(evd_loop_destroy(l.loop), 0);
 }
 
+/* A reset racing a read (telemetry reads on its own thread while the
+ * application resets): each counter reads from before the reset or after
+ * it, never below 0. Made to happen: one thread steps the loop and resets
+ * after every step, so the baseline keeps passing what a reader on the
+ * other CPU has just read; without the clamp a read wraps to about 2^64. */
+struct resetter {
+	struct evd_loop *loop;
+	struct evd_source *ring;
+	int stop;
+};
+
+static void *
+step_and_reset(void *arg)
+{
+	struct resetter *r = arg;
+
+	while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
+		CHECK(evd_loop_step(r->loop) >= 0);
+		CHECK_EQ(evd_loop_stats_reset(r->loop), 0);
+		CHECK_EQ(evd_source_stats_reset(r->ring), 0);
+	}
+	return NULL;
+}
+
+static void
+test_reset_races_read(void)
+{
+	struct evd_loop_conf conf = { .policy = "poll" };
+	struct resetter r = { 0 };
+	struct evd_loop_stats st;
+	struct evd_source_stats ss;
+	pthread_t t;
+
+	CHECK_EQ(evd_loop_create(&conf, &r.loop), 0);
+	CHECK_EQ(evd_ring_create("reset", 64, test_nop, NULL, &r.ring), 0);
+	CHECK_EQ(evd_loop_add(r.loop, r.ring), 0);
+	CHECK_EQ(pthread_create(&t, NULL, step_and_reset, &r), 0);
+	for (int i = 0; i < 2000000; i++) {
+		CHECK_EQ(evd_loop_stats_get(r.loop, &st), 0);
+		CHECK_EQ(evd_source_stats_get(r.ring, &ss), 0);
+		/* a few steps at most between a reset and a read, never 2^63 */
+		CHECK(st.polls < (1ull << 32));
+		CHECK(st.empty_polls < (1ull << 32));
+		CHECK(st.mode_ns[EVD_MODE_POLL] < (1ull << 62));
+		CHECK(ss.polls < (1ull << 32));
+		CHECK(ss.empty_polls < (1ull << 32));
+	}
+	__atomic_store_n(&r.stop, 1, __ATOMIC_RELEASE);
+	pthread_join(t, NULL);
+	CHECK_EQ(evd_loop_stats_get(r.loop, &st), 0);
+	CHECK_EQ(st.polls, 0); /* the last thing the thread did was reset */
+	CHECK_EQ(evd_loop_remove(r.loop, r.ring), 0);
+	CHECK_EQ(evd_source_destroy(r.ring), 0);
+	CHECK_EQ(evd_loop_destroy(r.loop), 0);
+}
+
 /* Mode transitions: recorded one per switch, in order, with the events
  * count; a reader that falls behind loses the oldest and is told how many. */
 static void
@@ -214,6 +270,7 @@ main(void)
 {
 	TEST(test_exact_counts_and_reset);
 	TEST(test_read_while_running);
+	TEST(test_reset_races_read);
 	TEST(test_mode_trace);
 	return 0;
 }

@@ -260,7 +260,9 @@ int evd_loop_stats_get(struct evd_loop *loop, struct evd_loop_stats *st);
 /**
  * Reset the loop's stats. Counters are never written by this call: it
  * records a baseline that later reads subtract, so it is safe while the loop
- * runs; call it and evd_loop_stats_get() from one thread at a time.
+ * runs. A read on another thread racing it (telemetry's, say) may see some
+ * counters from before the reset and some from after, each at least 0.
+ * Reset from one thread at a time.
  * @return 0; -EINVAL for NULL.
  */
 int evd_loop_stats_reset(struct evd_loop *loop);
