@@ -74,6 +74,7 @@ main(int argc, char **argv)
 	}
 	if (!rte_eth_dev_is_valid_port(port)) {
 		fprintf(stderr, "fwd: no port 0 (give one with --vdev or -a)\n");
+		rte_eal_cleanup();
 		return 1;
 	}
 	pool = rte_pktmbuf_pool_create("fwd", 8191, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
@@ -81,6 +82,8 @@ main(int argc, char **argv)
 	rc = pool == NULL ? -rte_errno : port_init(port, pool);
 	if (rc < 0) {
 		fprintf(stderr, "fwd: port %u: %s\n", port, rte_strerror(-rc));
+		rte_eth_dev_close(port);
+		rte_eal_cleanup();
 		return 1;
 	}
 	signal(SIGINT, on_signal);

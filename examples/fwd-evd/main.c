@@ -84,19 +84,30 @@ main(int argc, char **argv)
 	}
 	if (!rte_eth_dev_is_valid_port(port)) {
 		fprintf(stderr, "fwd: no port 0 (give one with --vdev or -a)\n");
+		rte_eal_cleanup();
 		return 1;
 	}
 	pool = rte_pktmbuf_pool_create("fwd", 8191, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
 				       rte_socket_id());
 	rc = pool == NULL ? -rte_errno : port_init(port, pool);
-	if (rc == 0)
-		rc = evd_loop_create(&lconf, &loop);
-	if (rc == 0)
-		rc = evd_ethdev_rxq_create(port, 0, "rx0", NULL, forward, &port, &rxq);
-	if (rc == 0)
-		rc = evd_loop_add(loop, rxq);
 	if (rc < 0) {
 		fprintf(stderr, "fwd: port %u: %s\n", port, rte_strerror(-rc));
+		rte_eth_dev_close(port);
+		rte_eal_cleanup();
+		return 1;
+	}
+	rc = evd_loop_create(&lconf, &loop);
+	if (rc == 0)
+		rc = evd_ethdev_rxq_create(port, 0, "rx0", NULL, forward, &port, &rxq);
+	if (rc == 0 && (rc = evd_loop_add(loop, rxq)) < 0)
+		evd_source_destroy(rxq);
+	if (rc < 0) {
+		fprintf(stderr, "fwd: evd on port %u: %s\n", port, rte_strerror(-rc));
+		if (loop != NULL)
+			evd_loop_destroy(loop);
+		rte_eth_dev_stop(port);
+		rte_eth_dev_close(port);
+		rte_eal_cleanup();
 		return 1;
 	}
 	signal(SIGINT, on_signal);
