@@ -114,6 +114,12 @@ timeout 60 "$testevd" --no-progress --score --calibration "$tmp/long.cal" --trac
 python3 -c "import json,sys; c=json.load(open(sys.argv[1]))[0]['calibration']; assert c['b_ns'] == 5000, c" \
 	"$tmp/long.json" && echo "ok: a long comment stays a comment" || { echo "FAIL: long comment"; fail=1; }
 
+# ---- options a trace makes meaningless: refused, not ignored ----
+# (--duration beside a 100 s --trace used to be dropped without a word)
+expect "--duration with --trace" 2 "a --trace has its own arrivals" --trace poisson --duration 2
+expect "--rate with --trace" 2 "a --trace has its own arrivals" --trace poisson --rate 5000
+expect "--pattern with --trace" 2 "a --trace has its own arrivals" --pattern steady --trace poisson
+
 # ---- --json ----
 echo '{"kept": true}' >"$tmp/keep.json"
 expect "refused input keeps an existing report" 2 "" --trace "$tmp/nul.txt" --json "$tmp/keep.json"

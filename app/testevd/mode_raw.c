@@ -59,7 +59,7 @@ raw(const struct opts *o)
 	res->pattern = "remote";
 	t0 = ns(CLOCK_MONOTONIC);
 	c0 = ns(CLOCK_THREAD_CPUTIME_ID);
-	deadline = t0 + (uint64_t)((o->duration_s + 30) * 1e9);
+	deadline = t0 + (uint64_t)((o->duration_s + REMOTE_GRACE_S) * 1e9);
 	while (!(end && got >= total) && ns(CLOCK_MONOTONIC) < deadline && !testevd_stopping()) {
 		uint16_t n = rte_eth_rx_burst(o->port, 0, pkts, BURST);
 

@@ -121,17 +121,20 @@ testevd_usage(FILE *f, const char *prog)
 		"  testevd                                 # the demo: 10 s, adaptive, ring\n"
 		"  testevd --compare --rounds 3 --duration 2   # poll, intr, adaptive, side by side\n"
 		"  testevd --pattern idle --duration 10    # the CPU of an idle loop\n"
-		"  testevd --score --compare --trace day   # every policy against the oracle\n"
+		"  testevd --score --compare --trace day --events 20000   # every policy against\n"
+		"                                          # the oracle (seconds; 100000: a minute)\n"
 		"  testevd --score --compare --trace cap.pcap --speedup 100 --json out.json\n"
-		"  testevd --trace periodic:period_us=1000,jitter_us=50 --timeline run.svg\n"
+		"  testevd --trace periodic:period_us=1000,jitter_us=50 --events 5000 --timeline run.svg\n"
 		"  testevd --source verbs-emu --semantics considerate --compare\n"
 		"  testevd --log-level=lib.evd:debug -- --duration 1 --linger 30\n"
 		"  ./scripts/ethdev-demo                   # two testevd processes over vhost-user\n"
 		"\n"
-		"EAL options go before '--'. Without any, testevd passes:\n"
-		"  --no-huge --no-pci -m 128 --no-shconf --file-prefix=testevd-PID\n"
-		"so it needs no hugepages. Logs go through DPDK's log system: lib.evd,\n"
-		"pmd.evd.ib, pmd.evd.ethdev (e.g. --log-level=lib.evd:debug before '--').\n"
+		"EAL options go before '--'. Unless they set memory (--no-huge, -m, --socket-mem,\n"
+		"--in-memory, --file-prefix, ...), testevd adds --no-huge -m 128 --no-shconf\n"
+		"--file-prefix=testevd-PID; unless they name PCI devices (--no-pci, -a, -b, ...),\n"
+		"--no-pci. So it needs no hugepages and no device.\n"
+		"Logs go through DPDK's log system: lib.evd, pmd.evd.ib, pmd.evd.ethdev\n"
+		"(e.g. --log-level=lib.evd:debug before '--').\n"
 		"\n"
 		"Exit status: 0 ok; 1 an event was lost, a lost wakeup was counted, (--echo)\n"
 		"a packet did not come back, or (ethdev receiver) the sender's END packet never\n"
@@ -241,15 +244,18 @@ testevd_parse_opts(int argc, char **argv, struct opts *o)
 		case O_DURATION:
 			if (parse_double(optarg, 0.1, 86400, &o->duration_s) < 0)
 				return bad(prog, "invalid --duration '%s' (seconds, 0.1..86400)", optarg);
+			o->pattern_given = true;
 			break;
 		case O_PATTERN:
 			if (pattern_find(optarg) == NULL)
 				return bad(prog, "unknown --pattern '%s'", optarg);
 			o->pattern = optarg;
+			o->pattern_given = true;
 			break;
 		case O_RATE:
 			if (parse_double(optarg, 1, 1e8, &o->rate) < 0)
 				return bad(prog, "invalid --rate '%s' (events/s, 1..100000000)", optarg);
+			o->pattern_given = true;
 			break;
 		case O_SEED:
 			if (parse_u64(optarg, 0, UINT64_MAX, &o->seed) < 0)
@@ -390,6 +396,9 @@ testevd_parse_opts(int argc, char **argv, struct opts *o)
 		return bad(prog, "--semantics applies to --source verbs-emu only%s", "");
 	if (o->send && (o->compare || strcmp(o->source, "ring") != 0))
 		return bad(prog, "--send transmits on --port; it takes no --source or --compare%s", "");
+	if (o->trace != NULL && o->pattern_given)
+		return bad(prog, "--pattern, --rate and --duration make the pattern; a --trace has "
+			   "its own arrivals (a generator takes --events N)%s", "");
 	if (o->score && o->trace == NULL)
 		return bad(prog, "--score needs --trace FILE|GENERATOR%s", "");
 	if (o->budget_given && !o->score)

@@ -24,7 +24,6 @@
 #include "trace.h"
 
 #define DRAIN_LIMIT_NS (2ull * 1000 * 1000 * 1000)
-#define REMOTE_GRACE_S 30.0
 /* a remote sender whose link stayed down this long is gone: no END will come */
 #define PEER_GONE_NS 1000000000ull
 

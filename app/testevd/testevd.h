@@ -29,6 +29,9 @@ testevd_xorshift(uint64_t *s)
 
 struct trace;
 
+/* A receiver of a remote sender waits for its END this long past --duration */
+#define REMOTE_GRACE_S 30.0
+
 /* --source ring: a --trace's source ids get one ring each, up to this many */
 #define TESTEVD_RINGS_MAX 8
 
@@ -66,6 +69,7 @@ struct opts {
 	bool compare;
 	bool semantics_given;
 	bool budget_given;
+	bool pattern_given;    /* --pattern, --rate or --duration: the pattern's, not a --trace's */
 	unsigned int rounds;
 	bool progress;
 };
