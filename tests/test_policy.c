@@ -58,6 +58,10 @@ test_spec_errors(void)
 		{ "adaptive:nap=2", -EINVAL, "nap" },
 		{ "adaptive:superpose=2", -EINVAL, "superpose" },
 		{ "adaptive:learn=0,budget_us=100", -EINVAL, "learn=0 does not use" },
+		{ "adaptive:learn=0,prewake=0", -EINVAL, "learn=0 does not use" },
+		{ "adaptive:learn=0,lambda_pct=400", -EINVAL, "learn=0 does not use" },
+		{ "adaptive:spin_pct=10", -EINVAL, "fixed rule" },
+		{ "adaptive:budget_us=50,pause_ns=500", -EINVAL, "fixed rule" },
 		{ "adaptive:spin_max_us=1000001", -EINVAL, "spin_max_us" },
 		{ "adaptive:Budget=1", -EINVAL, "'Budget'" },
 		{ "poll:x=1", -EINVAL, "'x'" },
@@ -95,7 +99,8 @@ test_spec_ok(void)
 {
 	static const char *good[] = {
 		"adaptive", "poll", "intr", "adaptive:budget_us=50",
-		"adaptive:budget_us=50,spin_pct=10,pause_ns=500", "l3fwd", "pmdmgmt", "napi",
+		"adaptive:learn=0,spin_pct=10,pause_ns=500", "l3fwd", "pmdmgmt", "napi",
+		"adaptive:learn=0,guard_us=100",
 		"napi:defer=100,timeout_us=20", "haltpoll", "ski2", "ski-rand", "ski-rand:seed=7",
 		"l3fwd:suspend_threshold=100", "adaptive:budget_us=0", "adaptive:spin_max_us=0",
 		"adaptive:budget_us=200,nap=0,spin_max_us=20", "adaptive:superpose=0",
@@ -696,6 +701,76 @@ test_adaptive_guard(void)
 				   &(struct evd_policy *){ NULL }), -EINVAL);
 	CHECK_EQ(evd_policy_create("adaptive:guard_us=100,guard_for_us=0",
 				   &(struct evd_policy *){ NULL }), -EINVAL);
+	/* the fixed rule's sleeps too (they were unbounded whatever guard_us said) */
+	CHECK_EQ(sleep_arg("adaptive:learn=0,guard_us=100", 500000), 100000);
+	CHECK_EQ(sleep_arg("adaptive:learn=0,guard_us=100", 2000000000ull), 0);
+	CHECK_EQ(sleep_arg("adaptive:learn=0", 500000), 0);
+}
+
+/* napi as Linux runs it with napi_defer_hard_irqs and gro_flush_timeout:
+ * nothing spins; after each of the first `defer` empty polls it waits the
+ * timeout with the IRQ masked, then re-enables it (it used to busy-poll
+ * through both). */
+static void
+test_napi(void)
+{
+	struct evd_policy *p;
+	uint64_t arg;
+
+	CHECK_EQ(evd_policy_create("napi:defer=2,timeout_us=20", &p), 0);
+	for (uint64_t r = 1; r <= 3; r++) {
+		struct evd_policy_input in = { .now_ns = 1000 * r, .idle_ns = 20000 * (r - 1),
+					       .idle_rounds = r };
+
+		arg = 1;
+		CHECK_EQ(evd_policy_decide(p, &in, &arg), r <= 2 ? EVD_ACTION_NAP : EVD_ACTION_SLEEP);
+		CHECK_EQ(arg, r <= 2 ? 20000 : 0);
+	}
+	evd_policy_destroy(p);
+	CHECK_EQ(evd_policy_create("napi:timeout_us=0", &p), 0); /* the kernel's default */
+	CHECK_EQ(evd_policy_decide(p, &(struct evd_policy_input){ .idle_rounds = 1 }, &arg),
+		 EVD_ACTION_SLEEP);
+	evd_policy_destroy(p);
+}
+
+/* haltpoll's window, as KVM moves it (kvm_vcpu_halt): a halt is judged by
+ * its whole length, polling included; a long one halves the window and
+ * closes it under start_ns. Returns whether it polls at idle_ns. */
+static bool
+haltpoll_polls(struct evd_policy *p, uint64_t idle_ns)
+{
+	uint64_t arg;
+
+	return evd_policy_decide(p, &(struct evd_policy_input){ .idle_ns = idle_ns, .idle_rounds = 1 },
+				 &arg) == EVD_ACTION_POLL;
+}
+
+static void
+haltpoll_halt(struct evd_policy *p, uint64_t polled_ns, uint64_t slept_ns)
+{
+	CHECK(!haltpoll_polls(p, polled_ns)); /* it sleeps here */
+	evd_policy_wake(p, 0, slept_ns, EVD_WAKE_NOTIFY);
+}
+
+static void
+test_haltpoll(void)
+{
+	struct evd_policy *p;
+
+	CHECK_EQ(evd_policy_create("haltpoll:start_ns=10000,max_ns=200000", &p), 0);
+	CHECK(!haltpoll_polls(p, 0));       /* no window yet */
+	haltpoll_halt(p, 0, 50000);         /* short: the window opens at start_ns */
+	CHECK(haltpoll_polls(p, 9000));
+	CHECK(!haltpoll_polls(p, 10000));
+	haltpoll_halt(p, 10000, 300000);    /* long: 5 us, under start_ns: closed */
+	CHECK(!haltpoll_polls(p, 1));
+	for (uint64_t w = 0; w < 160000; w = w ? 2 * w : 10000) /* 10, 20, 40, 80, 160 us */
+		haltpoll_halt(p, w, 1000);
+	CHECK(haltpoll_polls(p, 159000));
+	haltpoll_halt(p, 160000, 100000);   /* 100 us asleep, 260 us halted: 80 us */
+	CHECK(haltpoll_polls(p, 79000));
+	CHECK(!haltpoll_polls(p, 80000));
+	evd_policy_destroy(p);
 }
 
 /* guard_us unset, on a given environment (main, "guard") where the wake
@@ -1177,6 +1252,8 @@ main(int argc, char **argv)
 	TEST(test_adaptive_prewake_per_source);
 	TEST(test_adaptive_per_source_contexts);
 	TEST(test_adaptive_guard);
+	TEST(test_napi);
+	TEST(test_haltpoll);
 	TEST(test_adaptive_budget_cost);
 	TEST(test_adaptive_naps);
 	TEST(test_adaptive_nap_lateness);

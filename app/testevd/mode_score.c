@@ -300,8 +300,15 @@ simulate(const char *spec, const struct trace *t, double lambda, struct score *s
 				tl_add(s->tl_cpu, s->tl_window_ns, t0 + (double)tt, (double)d);
 				tt += d;
 				cpu += (double)d;
-				if (tt > g)
-					late = tt - g; /* the pause ran past the arrival */
+				if (tt > g) {
+					/* the pause ran past the arrival: the loop
+					 * polls at its end, as after a nap (the time
+					 * past the arrival was charged here; the next
+					 * gap must not be charged it again) */
+					late = tt - g;
+					nap_end = true;
+					tt = g;
+				}
 			} else if (a == EVD_ACTION_NAP) {
 				/* nothing armed: the loop runs again L(d) after d,
 				 * whatever arrived meanwhile */

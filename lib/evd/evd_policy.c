@@ -308,7 +308,7 @@ wake_interp(const struct evd_policy_env *e, const double *log_at, uint64_t g)
 		if (g <= e->wake_at_ns[k]) {
 			double lo = log_at ? log_at[k - 1] : log((double)e->wake_at_ns[k - 1]);
 			double hi = log_at ? log_at[k] : log((double)e->wake_at_ns[k]);
-			double f = (log((double)g) - lo) / (hi - lo);
+			double f = hi > lo ? (log((double)g) - lo) / (hi - lo) : 1;
 
 			return (double)e->wake_ns[k - 1] +
 			       f * ((double)e->wake_ns[k] - (double)e->wake_ns[k - 1]);
@@ -620,6 +620,35 @@ nap_length(struct adaptive *a)
 	a->nap_ns = s > 2.0 * (double)a->env->sleep_wake_ns ? (uint64_t)s : 0;
 }
 
+/* A key the rule chosen (learn=0 or 1) does not use, given anyway: refused
+ * with the reason, not ignored. */
+static int
+unused_key(const struct evd_policy_param *p, unsigned int n, bool learn)
+{
+	/* (guard_us and guard_for_us bound the sleeps of both) */
+	static const char *const learned[] = { "budget_us", "nap", "lambda_pct", "prewake",
+					       "superpose" };
+	static const char *const fixed[] = { "spin_pct", "pause_ns" };
+
+	for (unsigned int i = 0; i < n; i++) {
+		const char *const *set = learn ? fixed : learned;
+		size_t k, len = learn ? RTE_DIM(fixed) : RTE_DIM(learned);
+
+		for (k = 0; k < len && strcmp(p[i].key, set[k]) != 0; k++)
+			;
+		if (k == len)
+			continue;
+		if (learn)
+			EVD_LOG(ERR, "policy adaptive: %s shapes the fixed rule (learn=0); the "
+				"learned one does not use it", p[i].key);
+		else
+			EVD_LOG(ERR, "policy adaptive: %s shapes the learned rule, which learn=0 "
+				"does not use (it spins for spin_max_us, or B)", p[i].key);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int
 adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct evd_policy_env *env,
 		void **state)
@@ -643,6 +672,8 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 	struct adaptive *a;
 	int rc = evd__policy_parse_keys("adaptive", p, n, keys, RTE_DIM(keys));
 
+	if (rc == 0)
+		rc = unused_key(p, n, learn != 0);
 	if (rc < 0)
 		return rc;
 	if (guard_for_us != UINT64_MAX && (guard_us == GUARD_AUTO || guard_us == 0)) {
@@ -664,12 +695,6 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 	a->lambda = (double)lambda_pct / 100.0;
 	a->cap_ns = spin_max_us != UINT64_MAX ? spin_max_us * 1000 : UINT64_MAX;
 	a->lat_budget_ns = (double)budget_us * 1000;
-	if (budget_us != 0 && !a->learn) {
-		EVD_LOG(ERR, "policy adaptive: budget_us is a latency budget, which learn=0 does not "
-			"use; learn=0 spins for spin_max_us (or B)");
-		free(a);
-		return -EINVAL;
-	}
 	a->lock_in_pays = evd_policy_env_wake_ns(env, env->sleep_wake_ns) > a->lat_budget_ns;
 	/* bounded: a given environment may hold any B and L, lambda_pct goes to 10^6 */
 	a->young_buy_ns = (uint64_t)fmin((double)env->sleep_wake_ns +
@@ -747,7 +772,9 @@ adaptive_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
 			*arg = a->pause_ns;
 			return EVD_ACTION_PAUSE;
 		}
-		*arg = 0;
+		*arg = guard(a, in); /* guard_us=N bounds these sleeps too */
+		if (*arg == UINT64_MAX)
+			*arg = 0;
 		return EVD_ACTION_SLEEP;
 	}
 	if (a->nap_ns != 0) {

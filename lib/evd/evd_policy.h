@@ -54,10 +54,13 @@
  *   a 10 ms timeout at 300); keys `min_zero_polls`, `suspend_threshold`, `timeout_ms`.
  * - `pmdmgmt`: rte_power_pmd_mgmt PAUSE mode (512 empty polls, then pause; never
  *   sleeps); keys `empty_polls`, `pause_ns`.
- * - `napi`: NAPI with deferred IRQs (poll `defer` empty polls and `timeout_us`,
- *   then re-enable the interrupt); keys `defer`, `timeout_us`.
- * - `haltpoll`: KVM halt polling (window grows x2 from `start_ns` to `max_ns`
- *   when a halt was short, halves when it was long).
+ * - `napi`: NAPI with deferred IRQs (napi_defer_hard_irqs, gro_flush_timeout:
+ *   after each of the first `defer` empty polls, wait `timeout_us` with the
+ *   IRQ masked and poll again; then re-enable the interrupt; timeout_us=0
+ *   re-enables it at once); keys `defer` (2), `timeout_us` (20).
+ * - `haltpoll`: KVM halt polling (a halt, polling included, shorter than
+ *   `max_ns` grows the window x2 from `start_ns` up to `max_ns`; one longer
+ *   halves it, closing it under `start_ns`).
  * - `ski2`: spin `b_ns` (default: the measured B), then sleep.
  * - `ski-rand`: a random threshold on [0, B] per idle gap (e/(e-1)); `b_ns`, `seed`.
  *

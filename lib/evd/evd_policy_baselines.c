@@ -168,13 +168,25 @@ napi_create(const struct evd_policy_param *p, unsigned int n, const struct evd_p
 	return rc < 0 ? rc : alloc_state(&s, state);
 }
 
+/*
+ * Linux NAPI with napi_defer_hard_irqs = defer and gro_flush_timeout =
+ * timeout_us (net/core/dev.c, napi_complete_done): a poll that finds less
+ * than its budget leaves the IRQ masked while deferrals remain and starts
+ * the gro_flush_timeout timer, whose expiry polls again; nothing runs in
+ * between. A poll that found work restores the count. After `defer` such
+ * timed polls the IRQ is re-enabled. With no timeout (the kernel's default)
+ * nothing is deferred: the IRQ is re-enabled at once. So: nap timeout_us
+ * after each of the first `defer` empty rounds, then arm and sleep.
+ */
 static enum evd_action
 napi_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
 {
 	const struct params *s = st;
 
-	if (in->idle_rounds <= s->a || in->idle_ns < s->b * 1000)
-		return EVD_ACTION_POLL;
+	if (s->b != 0 && in->idle_rounds <= s->a) {
+		*arg = s->b * 1000;
+		return EVD_ACTION_NAP;
+	}
 	*arg = 0;
 	return EVD_ACTION_SLEEP;
 }
@@ -209,26 +221,41 @@ haltpoll_create(const struct evd_policy_param *p, unsigned int n, const struct e
 static enum evd_action
 haltpoll_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
 {
-	const struct params *s = st;
+	struct params *s = st;
 
 	if (in->idle_ns < s->window)
 		return EVD_ACTION_POLL;
+	s->c = in->idle_ns; /* the halt began this long ago: its polling */
 	*arg = 0;
 	return EVD_ACTION_SLEEP;
 }
 
+/*
+ * KVM's kvm_vcpu_halt (virt/kvm/kvm_main.c) judges a halt by its whole
+ * length, polling included: longer than max_ns with a window open, shrink
+ * it (halve, and close it below start_ns: shrink_halt_poll_ns); shorter
+ * than max_ns with the window under it, grow it (double, from start_ns, up
+ * to max_ns: grow_halt_poll_ns). A halt the polling caught leaves it as it
+ * is (no sleep, no call here).
+ */
 static void
 haltpoll_wake(void *st, uint64_t now, uint64_t slept, enum evd_wake_reason why)
 {
 	struct params *s = st;
+	uint64_t halt = s->c + slept;
 
 	RTE_SET_USED(now);
 	if (why == EVD_WAKE_REPOLL)
 		return;
-	if (slept > s->b || why == EVD_WAKE_TIMEOUT)
-		s->window /= 2; /* the halt outlasted the limit: polling longer would not have helped */
-	else if (s->window < s->b)
-		s->window = s->window ? RTE_MIN(s->window * 2, s->b) : s->a; /* would have caught it */
+	if (halt < s->c)
+		halt = UINT64_MAX;
+	if (s->window != 0 && halt > s->b) {
+		s->window /= 2;
+		if (s->window < s->a)
+			s->window = 0;
+	} else if (s->window < s->b && halt < s->b) {
+		s->window = RTE_MIN(RTE_MAX(s->window * 2, s->a), s->b);
+	}
 }
 
 static const struct evd_policy_ops haltpoll_ops = {
