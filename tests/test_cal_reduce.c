@@ -16,7 +16,8 @@
  *   polling found or missed) average between; 2 us wakes with 120 us ones
  *   (a deep C-state) too: under the 500 us floor.
  * - A point with under 3 wakes keeps the fallback, and later points are
- *   raised to the one before.
+ *   raised to the one before; a fallback between measured points lowers
+ *   neither (it used to bring the points before it down to itself).
  */
 #include <evd_private.h>
 
@@ -150,6 +151,22 @@ test_too_few(void)
 	p.l[3] = 1 * US; /* a fallback under L(1 ms): raised to it */
 	reduce(&p);
 	CHECK(near(p.l[3], 80 * US));
+	/* 60, 60, (1 ms: 2 wakes), 120 us: the two 60s stay, the fallback (20)
+	 * goes between them and 120 */
+	normal(&p);
+	fill(&p, 0, 11, 60 * US, 0, NULL, 0);
+	fill(&p, 1, 11, 60 * US, 0, NULL, 0);
+	p.n[2] = 2;
+	reduce(&p);
+	CHECK(near(p.l[0], 60 * US) && near(p.l[1], 60 * US) && near(p.l[3], 120 * US));
+	CHECK(p.l[2] >= p.l[1] && p.l[2] <= p.l[3]);
+	CHECK_EQ(p.lowered, 0);
+	/* a fallback over the next measured point comes down to it */
+	normal(&p);
+	p.n[1] = 0;
+	p.l[1] = 500 * US;
+	reduce(&p);
+	CHECK(near(p.l[1], 80 * US) && near(p.l[2], 80 * US));
 }
 
 int

@@ -319,6 +319,12 @@ test_env_points_as_doubles(void)
 	CHECK_EQ(evd_policy_env_set(&e), 0);
 	v = evd_policy_env_wake_ns(evd_policy_env_get(), 15000);
 	CHECK(v >= 10000 && v <= 20000);
+	/* distinct as doubles, equal as logs: L between them was 0/0 */
+	e.wake_at_ns[1] = 1000000000000000ull;
+	e.wake_at_ns[2] = e.wake_at_ns[1] + 1;
+	e.wake_at_ns[3] = e.wake_at_ns[1] + 2;
+	v = evd_policy_env_wake_ns(&e, e.wake_at_ns[2]);
+	CHECK(v >= 20000 && v <= 30000); /* NaN fails both */
 }
 
 /* test_misuse [NAME]: all, or the one test NAME (without test_) */

@@ -1633,29 +1633,46 @@ cal_point(uint64_t *lat, int n, int *stalls)
  * monotone in g. A longer sleep never wakes faster: where a point reads
  * higher than a longer one, the shorter is the suspect (what delays a wake
  * only adds to it: a stretch of stalls longer than a point), so it comes
- * down to the longer, not the longer up to it. Points after the last one
- * measured (the calibration gave up) keep the fallback, raised to the one
- * before. Internal, not static: tests/test_cal_reduce.c drives it. */
+ * down to the longer measured one, not the longer up to it. A point left
+ * unmeasured keeps its fallback, put between its neighbours: at least the
+ * point before, at most the next one measured (a fallback is no reading, so
+ * it lowers none). Internal, not static: tests/test_cal_reduce.c drives it. */
 void
 evd__cal_reduce(uint64_t lat[][CAL_MAX_WAKES], const int *n, uint64_t *wake_ns, int *stalls,
 		int *lowered)
 {
-	int k, measured = 0;
+	bool measured[EVD_ENV_WAKE_POINTS] = { false };
+	uint64_t above = UINT64_MAX; /* the next measured point's L */
+	int k;
 
 	for (k = 0; k < EVD_ENV_WAKE_POINTS; k++) {
 		uint64_t l = cal_point(lat[k], n[k], stalls);
 
 		if (l != 0) {
 			wake_ns[k] = l;
-			measured = k + 1;
+			measured[k] = true;
 		}
 	}
-	for (k = measured - 2; k >= 0; k--) {
-		*lowered += wake_ns[k] > 2 * wake_ns[k + 1];
-		wake_ns[k] = RTE_MIN(wake_ns[k], wake_ns[k + 1]);
+	for (k = EVD_ENV_WAKE_POINTS - 1; k >= 0; k--) {
+		if (!measured[k])
+			continue;
+		if (above != UINT64_MAX) {
+			*lowered += wake_ns[k] > 2 * above;
+			wake_ns[k] = RTE_MIN(wake_ns[k], above);
+		}
+		above = wake_ns[k];
 	}
-	for (k = RTE_MAX(measured, 1); k < EVD_ENV_WAKE_POINTS; k++)
-		wake_ns[k] = RTE_MAX(wake_ns[k], wake_ns[k - 1]);
+	for (k = 0; k < EVD_ENV_WAKE_POINTS; k++) {
+		if (measured[k])
+			continue;
+		above = UINT64_MAX;
+		for (int j = k + 1; j < EVD_ENV_WAKE_POINTS && above == UINT64_MAX; j++)
+			if (measured[j])
+				above = wake_ns[j];
+		if (k > 0)
+			wake_ns[k] = RTE_MAX(wake_ns[k], wake_ns[k - 1]);
+		wake_ns[k] = RTE_MIN(wake_ns[k], above);
+	}
 }
 
 /* the sleeper, pinned to one CPU; it starts the producer on the others */
