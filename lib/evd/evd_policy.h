@@ -46,8 +46,10 @@
  *   the sleeps only this long after the last completion instead of a
  *   second, 1..1000000), `learn` (0: the fixed rule:
  *   poll `spin_pct` % of a spin budget, pause `pause_ns` at a time until
- *   it, then sleep; the spin budget is `spin_max_us` or B; not with
- *   `budget_us`).
+ *   it, then sleep; the spin budget is `spin_max_us` or B; `guard_us`
+ *   bounds its sleeps too). `spin_pct` and `pause_ns` are refused without
+ *   `learn=0`; `budget_us`, `nap`, `lambda_pct`, `prewake`, `superpose`
+ *   with it.
  *   doc/guides/policies.md has the model and how to tune it.
  * Baselines, copies of the rules in use elsewhere, for comparison:
  * - `l3fwd`: DPDK l3fwd-power (10 empty polls free, then 1 us waits, sleep with
