@@ -186,6 +186,10 @@ set_mode(struct evd_loop *loop, uint32_t mode, uint64_t now)
 		if (loop->trace != NULL) {
 			struct evd_mode_event *e = &loop->trace[loop->trace_head & loop->trace_mask];
 
+			/* claim the slot before writing it: a reader a whole
+			 * window behind is copying it (evd_loop_trace_read) */
+			__atomic_store_n(&loop->trace_claim, loop->trace_head + 1, __ATOMIC_RELAXED);
+			__atomic_thread_fence(__ATOMIC_RELEASE);
 			__atomic_store_n(&e->t_ns, now, __ATOMIC_RELAXED);
 			__atomic_store_n(&e->events, loop->stats.events, __ATOMIC_RELAXED);
 			__atomic_store_n(&e->mode, mode, __ATOMIC_RELAXED);
@@ -213,6 +217,7 @@ evd_loop_trace_enable(struct evd_loop *loop, uint32_t entries)
 	loop->trace = ring;
 	loop->trace_mask = entries ? entries - 1 : 0;
 	__atomic_store_n(&loop->trace_head, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&loop->trace_claim, 0, __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -243,9 +248,10 @@ evd_loop_trace_read(struct evd_loop *loop, uint64_t *cursor, struct evd_mode_eve
 		out[i].reserved = 0;
 	}
 	/* entries the loop may have overwritten while we copied them are torn:
-	 * drop them */
+	 * drop them; a slot it has claimed counts, written or not (it was the
+	 * oldest one: a reader a whole window behind copied it as it changed) */
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
-	head2 = __atomic_load_n(&loop->trace_head, __ATOMIC_ACQUIRE);
+	head2 = __atomic_load_n(&loop->trace_claim, __ATOMIC_ACQUIRE);
 	if (head2 > size && head2 - size > from) {
 		uint64_t bad = RTE_MIN(head2 - size - from, n);
 
@@ -504,6 +510,7 @@ evd_loop_add(struct evd_loop *loop, struct evd_source *src)
 	src->removing = 0;
 	src->index = loop->n_src;
 	src->id = loop->next_src_id++;
+	loop->adds++;
 	/* per-source counts start now, for every source: with one source the
 	 * policy was told only the loop's totals */
 	for (uint32_t i = 0; i < loop->n_src; i++)
@@ -729,10 +736,8 @@ wait_ready(struct evd_loop *loop, uint64_t timeout_ns, bool nap)
 		struct evd_source *s = evs[i].data.ptr;
 
 		if (s == NULL) {
-			uint64_t v;
-
-			if (read(loop->stop_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-				EVD_LOG(ERR, "loop %s: stop eventfd: %s", loop->name, strerror(errno));
+			/* left readable: evd_loop_resume() drains it (evd_loop_stop
+			 * rings it before it sets the flag) */
 			why = EVD_WAKE_STOP;
 			continue;
 		}
@@ -902,8 +907,8 @@ static int
 sleep_protocol(struct evd_loop *loop, uint64_t policy_ns, uint64_t now)
 {
 	enum evd_wake_reason why;
-	uint64_t t0;
-	uint32_t n;
+	uint64_t t0, errors;
+	uint32_t n, adds = loop->adds;
 	bool all_armed;
 
 	set_mode(loop, EVD_MODE_SLEEP, now);
@@ -915,7 +920,22 @@ sleep_protocol(struct evd_loop *loop, uint64_t policy_ns, uint64_t now)
 	 * virtio) sources. Sleeping without this re-poll strands it until the
 	 * timeout: the lost wakeup. */
 	all_armed = arm_all(loop);
+	errors = loop->stats.errors;
 	n = poll_all(loop, true);
+	/* a source whose re-poll failed was not checked: what landed before
+	 * its arm may never notify, so the wait is bounded as for one that
+	 * could not be armed */
+	if (loop->stats.errors != errors)
+		all_armed = false;
+	if (n == 0 && loop->adds != adds) {
+		/* a source joined after the arm pass (on_error during the
+		 * re-poll): it is not armed, and its notifications would not
+		 * wake this wait. Start over: the next step polls it and arms
+		 * it with the others. */
+		disarm_all(loop);
+		set_mode(loop, EVD_MODE_POLL, evd__now(loop));
+		return 0;
+	}
 	if (n > 0) {
 		uint64_t t1;
 
@@ -1038,6 +1058,8 @@ evd_loop_step(struct evd_loop *loop)
 						  __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)))
 		return -EBUSY;
 	rc = loop_step(loop);
+	if (unlikely(loop->pending_removal)) /* asked for after the round's poll */
+		reap_removed(loop);
 	__atomic_store_n(&loop->running, 0, __ATOMIC_RELEASE);
 	return rc;
 }
@@ -1064,6 +1086,8 @@ evd_loop_run(struct evd_loop *loop)
 		slack = -1;
 	do {
 		rc = loop_step(loop);
+		if (unlikely(loop->pending_removal)) /* asked for after the round's poll */
+			reap_removed(loop);
 	} while (rc >= 0);
 	if (slack > (int)LOOP_TIMER_SLACK_NS)
 		(void)prctl(PR_SET_TIMERSLACK, (unsigned long)slack, 0, 0, 0);
@@ -1079,14 +1103,19 @@ evd_loop_stop(struct evd_loop *loop)
 {
 	uint64_t one = 1;
 
+	int rc = 0;
+
 	if (loop == NULL)
 		return -EINVAL;
-	__atomic_store_n(&loop->stop, 1, __ATOMIC_RELEASE);
-	/* The flag first, then the doorbell: a loop about to sleep either
-	 * sees the flag or finds the eventfd readable. */
+	/* The doorbell first, the flag last: once the flag is set the loop may
+	 * return and its owner destroy it, so this call must not touch it
+	 * after. The doorbell stays readable until evd_loop_resume() (the
+	 * wait does not drain it), so a loop that wakes to it before the flag
+	 * is set only comes round again and finds it. */
 	if (write(loop->stop_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		return -errno;
-	return 0;
+		rc = -errno;
+	__atomic_store_n(&loop->stop, 1, __ATOMIC_SEQ_CST);
+	return rc;
 }
 
 int

@@ -120,6 +120,7 @@ struct evd_loop {
 	uint32_t n_src, cap_src;
 	uint32_t n_poll_only;
 	uint32_t next_src_id;    /* evd_source.id of the next source added */
+	uint32_t adds;           /* sources added so far (one joining mid-sleep-protocol) */
 
 	struct evd__timers timers;
 
@@ -139,6 +140,7 @@ struct evd_loop {
 	struct evd_mode_event *trace;
 	uint32_t trace_mask;
 	uint64_t trace_head;              /* atomic: entries written */
+	uint64_t trace_claim;             /* atomic: entries begun (head, or head + 1 mid-write) */
 
 	struct evd_loop_stats stats;      /* written by the loop thread only */
 	struct evd_loop_stats stats_base; /* baseline from the last reset */
