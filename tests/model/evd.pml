@@ -27,6 +27,10 @@
  *   NO_FENCE     the ring's fences are removed: a producer's load of the
  *                armed flag may pass its enqueue, and the consumer's re-poll
  *                may pass its store of the armed flag (store-load reordering)
+ *   DRAIN_STOP   the wait reads the stop eventfd: evd_loop_stop() rings it
+ *                before it sets the flag (the flag is its last access to the
+ *                loop), so a loop that drains it in between sleeps through
+ *                the stop
  */
 
 #define N_ITEMS 1      /* rounds per producer */
@@ -134,7 +138,7 @@ proctype producer(bool second)
 proctype stopper()
 {
 	if
-	:: atomic { stop = 1; stop_fd = 1 }   /* flag first, then the eventfd */
+	:: stop_fd = 1; stop = 1   /* the eventfd first, the flag last */
 	:: skip                               /* or never */
 	fi
 }
@@ -186,11 +190,16 @@ active proctype loop()
 		/* 4. wait: no timeout in the model, so a lost wakeup blocks here */
 		if
 		:: READY -> skip
-		:: (producers_done == 2 && ALL_EMPTY) -> goto done  /* all quiet: may end */
+		/* all quiet: it may end here (a wait with nothing to come), but
+		 * not once stop is asked: then the stop fd must end the wait */
+		:: (producers_done == 2 && ALL_EMPTY && !stop) -> goto done
 		fi;
 		d_step {
 			woken_s = (s_pending > 0); woken_c = (c_pending > 0); woken_r = (r_db > 0);
+#ifdef DRAIN_STOP
 			if :: stop_fd -> stop_fd = 0 :: else -> skip fi
+#endif
+			skip
 		};
 		/* 5. poll, ack what woke us (exactly once), disarm */
 		poll_all(found);
@@ -220,7 +229,10 @@ nap:
 		:: d_step { woken_s = 0; woken_c = 0; woken_r = 0 }   /* the timer: nothing ready */
 		:: d_step {
 			woken_s = (s_pending > 0); woken_c = (c_pending > 0); woken_r = (r_db > 0);
+#ifdef DRAIN_STOP
 			if :: stop_fd -> stop_fd = 0 :: else -> skip fi
+#endif
+			skip
 		   }
 		fi;
 		poll_all(found);
