@@ -1102,7 +1102,6 @@ int
 evd_loop_stop(struct evd_loop *loop)
 {
 	uint64_t one = 1;
-
 	int rc = 0;
 
 	if (loop == NULL)

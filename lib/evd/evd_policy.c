@@ -757,6 +757,15 @@ guard(const struct adaptive *a, const struct evd_policy_input *in)
 											  : UINT64_MAX;
 }
 
+/* A sleep's *arg: the guard's bound, or 0 (unbounded: the loop's max_sleep_us). */
+static inline uint64_t
+sleep_arg(const struct adaptive *a, const struct evd_policy_input *in)
+{
+	uint64_t g = guard(a, in);
+
+	return g == UINT64_MAX ? 0 : g;
+}
+
 static enum evd_action
 adaptive_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
 {
@@ -772,9 +781,7 @@ adaptive_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
 			*arg = a->pause_ns;
 			return EVD_ACTION_PAUSE;
 		}
-		*arg = guard(a, in); /* guard_us=N bounds these sleeps too */
-		if (*arg == UINT64_MAX)
-			*arg = 0;
+		*arg = sleep_arg(a, in); /* guard_us=N bounds these sleeps too */
 		return EVD_ACTION_SLEEP;
 	}
 	if (a->nap_ns != 0) {
@@ -824,9 +831,7 @@ adaptive_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
 			return EVD_ACTION_SLEEP;
 		}
 	}
-	*arg = guard(a, in);
-	if (*arg == UINT64_MAX)
-		*arg = 0; /* unbounded: the loop's max_sleep_us */
+	*arg = sleep_arg(a, in);
 	return EVD_ACTION_SLEEP;
 }
 
