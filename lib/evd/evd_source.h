@@ -101,7 +101,12 @@ evd_source_deliver(struct evd_source *src, void *burst, uint16_t n)
 	src->handler(src, burst, n, src->handler_arg);
 }
 
-/** Report an asynchronous error of a source (device event, CQ error) to its loop. */
+/**
+ * Report an asynchronous error of a source (device event, CQ error) to its
+ * loop: its on_error runs, as after a failed op. On the loop's thread only,
+ * from one of the source's ops; an error seen on another thread is handed
+ * over (evd_ibv keeps it in an atomic) and reported from the next poll.
+ */
 void evd_source_report_error(struct evd_source *src, int err);
 
 /** Increment a counter that only the loop thread writes; readable from any thread. */
