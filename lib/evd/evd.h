@@ -283,7 +283,8 @@ struct evd_mode_event {
  * of two, 64..16777216; 0 turns recording off and frees the ring). The loop
  * thread writes one entry per transition (no lock, no syscall); any thread
  * reads them with evd_loop_trace_read(), e.g. to draw a timeline. Control
- * path: not while the loop runs.
+ * path: not while the loop runs, nor while another thread reads the trace
+ * (turning it off or resizing it frees the ring that reader is copying).
  * @return 0; -EINVAL (NULL, or entries not a power of two in range);
  *   -EBUSY (the loop runs); -ENOMEM.
  */
