@@ -235,9 +235,9 @@ int evd_loop_step(struct evd_loop *loop);
 
 /**
  * Ask the loop to stop. Any thread, any time, async-signal-safe; wakes a
- * sleeping loop. evd_loop_run() returns after its current step. Setting
- * the stop is this call's last access to the loop, so the thread that ran
- * it may destroy it as soon as evd_loop_run() returns.
+ * sleeping loop. evd_loop_run() returns after its current step, and the
+ * loop may be destroyed then even while this call, on another thread, is
+ * still ringing its doorbell: evd_loop_destroy() waits for it.
  * @return 0; -EINVAL for NULL; a negative errno if the wake-up eventfd
  *   could not be written (the loop still stops at its next step).
  */

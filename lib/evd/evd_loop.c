@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -382,6 +383,10 @@ evd_loop_destroy(struct evd_loop *loop)
 		return -EINVAL;
 	if (loop->n_src > 0 || __atomic_load_n(&loop->running, __ATOMIC_ACQUIRE))
 		return -EBUSY;
+	/* an evd_loop_stop() on another thread may still be ringing the
+	 * doorbell of the stop that let the loop return: let it finish */
+	while (__atomic_load_n(&loop->stoppers, __ATOMIC_ACQUIRE) != 0)
+		sched_yield();
 	evd__registry_remove(loop);
 	while (loop->timers.n > 0) {
 		struct evd_timer *t = loop->timers.heap[0];
@@ -736,8 +741,10 @@ wait_ready(struct evd_loop *loop, uint64_t timeout_ns, bool nap)
 		struct evd_source *s = evs[i].data.ptr;
 
 		if (s == NULL) {
-			/* left readable: evd_loop_resume() drains it (evd_loop_stop
-			 * rings it before it sets the flag) */
+			uint64_t v;
+
+			if (read(loop->stop_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+				EVD_LOG(ERR, "loop %s: stop eventfd: %s", loop->name, strerror(errno));
 			why = EVD_WAKE_STOP;
 			continue;
 		}
@@ -1106,14 +1113,17 @@ evd_loop_stop(struct evd_loop *loop)
 
 	if (loop == NULL)
 		return -EINVAL;
-	/* The doorbell first, the flag last: once the flag is set the loop may
-	 * return and its owner destroy it, so this call must not touch it
-	 * after. The doorbell stays readable until evd_loop_resume() (the
-	 * wait does not drain it), so a loop that wakes to it before the flag
-	 * is set only comes round again and finds it. */
+	/* Once the flag is set the loop may return and its owner destroy it,
+	 * while this call still rings the doorbell: evd_loop_destroy() waits
+	 * for the calls under way, counted here, to end (the decrement is the
+	 * last access to the loop). */
+	__atomic_fetch_add(&loop->stoppers, 1, __ATOMIC_SEQ_CST);
+	/* The flag first, then the doorbell: a loop about to sleep either
+	 * sees the flag or finds the eventfd readable. */
+	__atomic_store_n(&loop->stop, 1, __ATOMIC_RELEASE);
 	if (write(loop->stop_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		rc = -errno;
-	__atomic_store_n(&loop->stop, 1, __ATOMIC_SEQ_CST);
+	__atomic_fetch_sub(&loop->stoppers, 1, __ATOMIC_RELEASE);
 	return rc;
 }
 

@@ -27,9 +27,9 @@
  *   NO_FENCE     the ring's fences are removed: a producer's load of the
  *                armed flag may pass its enqueue, and the consumer's re-poll
  *                may pass its store of the armed flag (store-load reordering)
- *   DRAIN_STOP   the wait reads the stop eventfd: evd_loop_stop() rings it
- *                before it sets the flag (the flag is its last access to the
- *                loop), so a loop that drains it in between sleeps through
+ *   STOP_FD_FIRST  evd_loop_stop() rings the stop eventfd before it sets
+ *                the flag: a loop woken by the eventfd in between drains it,
+ *                comes round without seeing the flag, and sleeps through
  *                the stop
  */
 
@@ -138,7 +138,11 @@ proctype producer(bool second)
 proctype stopper()
 {
 	if
-	:: stop_fd = 1; stop = 1   /* the eventfd first, the flag last */
+#ifndef STOP_FD_FIRST
+	:: stop = 1; stop_fd = 1   /* the flag, then the eventfd: two steps */
+#else
+	:: stop_fd = 1; stop = 1
+#endif
 	:: skip                               /* or never */
 	fi
 }
@@ -196,10 +200,7 @@ active proctype loop()
 		fi;
 		d_step {
 			woken_s = (s_pending > 0); woken_c = (c_pending > 0); woken_r = (r_db > 0);
-#ifdef DRAIN_STOP
 			if :: stop_fd -> stop_fd = 0 :: else -> skip fi
-#endif
-			skip
 		};
 		/* 5. poll, ack what woke us (exactly once), disarm */
 		poll_all(found);
@@ -229,10 +230,7 @@ nap:
 		:: d_step { woken_s = 0; woken_c = 0; woken_r = 0 }   /* the timer: nothing ready */
 		:: d_step {
 			woken_s = (s_pending > 0); woken_c = (c_pending > 0); woken_r = (r_db > 0);
-#ifdef DRAIN_STOP
 			if :: stop_fd -> stop_fd = 0 :: else -> skip fi
-#endif
-			skip
 		   }
 		fi;
 		poll_all(found);
