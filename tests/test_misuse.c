@@ -27,51 +27,8 @@
 #include <evd_policy.h>
 #include <evd_source.h>
 
+#include "bad_source.h"
 #include "evd_test.h"
-
-/* A source whose ack or arm fails (EIO), on an eventfd. */
-struct bad {
-	struct evd_source src;
-	int efd;
-	bool consume; /* the failing ack still consumed the notification */
-};
-
-static int
-bad_poll(struct evd_source *s, uint16_t n)
-{
-	(void)s;
-	(void)n;
-	return 0;
-}
-
-static int
-bad_fd(const struct evd_source *s)
-{
-	return ((const struct bad *)s)->efd;
-}
-
-static int
-bad_ack(struct evd_source *s)
-{
-	struct bad *b = (struct bad *)s;
-	uint64_t v;
-
-	if (b->consume && read(b->efd, &v, sizeof(v)) < 0)
-		return -errno;
-	return -EIO;
-}
-
-static int
-bad_arm(struct evd_source *s)
-{
-	(void)s;
-	return -EIO;
-}
-
-static const struct evd_source_ops bad_ack_ops = { .kind = "bad", .poll = bad_poll, .fd = bad_fd,
-						   .ack = bad_ack };
-static const struct evd_source_ops bad_arm_ops = { .kind = "bad", .poll = bad_poll, .fd = bad_fd,
-						   .arm = bad_arm };
 
 static int errors_seen;
 
@@ -104,7 +61,7 @@ test_remove_in_detach(bool consume)
 	struct evd_source *r1, *r2;
 	struct evd_event ev = { 0 };
 	struct evd_loop *l;
-	struct bad b = { .consume = consume };
+	struct bad_source b = { .consume = consume };
 	uint64_t one = 1;
 
 	errors_seen = delivered = 0;
@@ -156,7 +113,7 @@ test_remove_in_arm_pass(void)
 	struct evd_source_stats st;
 	struct evd_source *r;
 	struct evd_loop *l;
-	struct bad b = { 0 };
+	struct bad_source b = { 0 };
 
 	errors_seen = 0;
 	b.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

@@ -22,6 +22,7 @@
 #include <evd_policy.h>
 #include <evd_source.h>
 
+#include "bad_source.h"
 #include "evd_test.h"
 #include "strict_source.h"
 
@@ -178,36 +179,6 @@ test_repoll_error(void)
 
 /* ---- a removal asked for after the round's poll ---- */
 
-struct bad {
-	struct evd_source src;
-	int efd;
-};
-
-static int
-bad_poll(struct evd_source *s, uint16_t n)
-{
-	(void)s; (void)n;
-	return 0;
-}
-
-static int
-bad_fd(const struct evd_source *s)
-{
-	return ((const struct bad *)s)->efd;
-}
-
-static int
-bad_ack(struct evd_source *s)
-{
-	uint64_t v;
-
-	(void)!read(((struct bad *)s)->efd, &v, sizeof(v)); /* consumed, yet it fails */
-	return -EIO;
-}
-
-static const struct evd_source_ops bad_ops = { .kind = "bad", .poll = bad_poll, .fd = bad_fd,
-					       .ack = bad_ack };
-
 static void
 remove_on_error(struct evd_loop *l, struct evd_source *s, int err, void *arg)
 {
@@ -221,12 +192,12 @@ test_remove_after_poll(void)
 	struct evd_loop_conf c = { .name = "ack", .policy = "intr", .max_sleep_us = 10000000,
 				   .on_error = remove_on_error };
 	struct evd_loop *l;
-	struct bad b = { 0 };
+	struct bad_source b = { .consume = true }; /* its ack reads, then fails */
 	uint64_t one = 1;
 
 	b.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	CHECK(b.efd >= 0);
-	CHECK_EQ(evd_source_init(&b.src, &bad_ops, "bad", count, NULL), 0);
+	CHECK_EQ(evd_source_init(&b.src, &bad_ack_ops, "bad", count, NULL), 0);
 	CHECK_EQ(evd_loop_create(&c, &l), 0);
 	CHECK_EQ(evd_loop_add(l, &b.src), 0);
 	CHECK_EQ(write(b.efd, &one, sizeof(one)), 8); /* wakes the sleep; its ack fails */

@@ -58,7 +58,6 @@ struct rxq_src {
 	int inner_epfd;      /* holds the queue's interrupt fd and kick_fd; -1: poll-only */
 	int kick_fd;         /* written by port event callbacks */
 	bool attached;       /* queue fd attached to inner_epfd */
-	bool claimed;        /* holds its queue's bit in claimed[] */
 	int removed;         /* atomic */
 	uint32_t pending;    /* atomic: PENDING_* */
 	struct rte_epoll_event kick_ev;
@@ -312,8 +311,7 @@ rxq_close(struct evd_source *src)
 	}
 	if (q->inner_epfd >= 0)
 		close(q->inner_epfd);
-	if (q->claimed)
-		release(q->port, q->queue);
+	release(q->port, q->queue); /* claimed before anything could fail */
 	free(q);
 }
 
@@ -400,7 +398,6 @@ evd_ethdev_rxq_create(uint16_t port_id, uint16_t queue_id, const char *name,
 		free(q);
 		return -EBUSY;
 	}
-	q->claimed = true;
 	q->port = port_id;
 	q->queue = queue_id;
 	q->inner_epfd = -1;

@@ -515,7 +515,6 @@ evd_loop_add(struct evd_loop *loop, struct evd_source *src)
 	src->removing = 0;
 	src->index = loop->n_src;
 	src->id = loop->next_src_id++;
-	loop->adds++;
 	/* per-source counts start now, for every source: with one source the
 	 * policy was told only the loop's totals */
 	for (uint32_t i = 0; i < loop->n_src; i++)
@@ -915,7 +914,7 @@ sleep_protocol(struct evd_loop *loop, uint64_t policy_ns, uint64_t now)
 {
 	enum evd_wake_reason why;
 	uint64_t t0, errors;
-	uint32_t n, adds = loop->adds;
+	uint32_t n, added = loop->next_src_id; /* ids count the adds */
 	bool all_armed;
 
 	set_mode(loop, EVD_MODE_SLEEP, now);
@@ -934,7 +933,7 @@ sleep_protocol(struct evd_loop *loop, uint64_t policy_ns, uint64_t now)
 	 * could not be armed */
 	if (loop->stats.errors != errors)
 		all_armed = false;
-	if (n == 0 && loop->adds != adds) {
+	if (n == 0 && loop->next_src_id != added) {
 		/* a source joined after the arm pass (on_error during the
 		 * re-poll): it is not armed, and its notifications would not
 		 * wake this wait. Start over: the next step polls it and arms
@@ -1029,9 +1028,16 @@ loop_step(struct evd_loop *loop)
 	act = loop->policy.ops->decide(loop->policy.state, &in, &arg);
 	switch (act) {
 	case EVD_ACTION_SLEEP:
-		return sleep_protocol(loop, arg, now);
-	case EVD_ACTION_NAP:
-		return nap_protocol(loop, arg, now);
+	case EVD_ACTION_NAP: {
+		int rc = act == EVD_ACTION_SLEEP ? sleep_protocol(loop, arg, now)
+						 : nap_protocol(loop, arg, now);
+
+		/* removals asked for after the round's poll (an error in an arm,
+		 * an ack, a disarm: these two paths only) take effect now */
+		if (unlikely(loop->pending_removal))
+			reap_removed(loop);
+		return rc;
+	}
 	case EVD_ACTION_PAUSE:
 		set_mode(loop, EVD_MODE_PAUSE, now);
 		EVD_STAT_ADD(loop->stats.pauses, 1);
@@ -1065,8 +1071,6 @@ evd_loop_step(struct evd_loop *loop)
 						  __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)))
 		return -EBUSY;
 	rc = loop_step(loop);
-	if (unlikely(loop->pending_removal)) /* asked for after the round's poll */
-		reap_removed(loop);
 	__atomic_store_n(&loop->running, 0, __ATOMIC_RELEASE);
 	return rc;
 }
@@ -1093,8 +1097,6 @@ evd_loop_run(struct evd_loop *loop)
 		slack = -1;
 	do {
 		rc = loop_step(loop);
-		if (unlikely(loop->pending_removal)) /* asked for after the round's poll */
-			reap_removed(loop);
 	} while (rc >= 0);
 	if (slack > (int)LOOP_TIMER_SLACK_NS)
 		(void)prctl(PR_SET_TIMERSLACK, (unsigned long)slack, 0, 0, 0);

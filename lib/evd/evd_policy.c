@@ -1658,26 +1658,18 @@ evd__cal_reduce(uint64_t lat[][CAL_MAX_WAKES], const int *n, uint64_t *wake_ns, 
 			measured[k] = true;
 		}
 	}
+	/* down from the longest: every point at most the next measured one */
 	for (k = EVD_ENV_WAKE_POINTS - 1; k >= 0; k--) {
-		if (!measured[k])
-			continue;
-		if (above != UINT64_MAX) {
+		if (measured[k] && above != UINT64_MAX)
 			*lowered += wake_ns[k] > 2 * above;
-			wake_ns[k] = RTE_MIN(wake_ns[k], above);
-		}
-		above = wake_ns[k];
-	}
-	for (k = 0; k < EVD_ENV_WAKE_POINTS; k++) {
-		if (measured[k])
-			continue;
-		above = UINT64_MAX;
-		for (int j = k + 1; j < EVD_ENV_WAKE_POINTS && above == UINT64_MAX; j++)
-			if (measured[j])
-				above = wake_ns[j];
-		if (k > 0)
-			wake_ns[k] = RTE_MAX(wake_ns[k], wake_ns[k - 1]);
 		wake_ns[k] = RTE_MIN(wake_ns[k], above);
+		if (measured[k])
+			above = wake_ns[k];
 	}
+	/* up from the shortest: an unmeasured one at least the one before */
+	for (k = 1; k < EVD_ENV_WAKE_POINTS; k++)
+		if (!measured[k])
+			wake_ns[k] = RTE_MAX(wake_ns[k], wake_ns[k - 1]);
 }
 
 /* the sleeper, pinned to one CPU; it starts the producer on the others */

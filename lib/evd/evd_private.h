@@ -120,7 +120,6 @@ struct evd_loop {
 	uint32_t n_src, cap_src;
 	uint32_t n_poll_only;
 	uint32_t next_src_id;    /* evd_source.id of the next source added */
-	uint32_t adds;           /* sources added so far (one joining mid-sleep-protocol) */
 	uint32_t stoppers;       /* atomic: evd_loop_stop() calls under way */
 
 	struct evd__timers timers;
