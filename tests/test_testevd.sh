@@ -152,6 +152,23 @@ assert r["cpu_pct"] <= 100.0 + 1e-6, f"CPU over 100 %: {r['cpu_pct']}"
 assert r["cost"] == r["oracle_cost"] == 4000 * 100, (r["cost"], r["oracle_cost"])
 print(f"ok: gaps under a round: poll {r['competitive_ratio']}, CPU {r['cpu_pct']} %")
 PY
+# a timeout's late wake: sleeps bounded at 1 ms (guard_us) start after a
+# pause of B (5 us); the timer fires at 1.005 ms and the loop runs 19 us
+# (L(1 ms)) later. The arrival at 1.015 ms waits for that wake, and so do
+# the two 1 us after it: they come while the loop is still waking, and are
+# served with it. (The scorer once started the next gap at the arrival, as
+# after a notified sleep: those two were spun through at no latency, p50 0,
+# and the policy beat the oracle, ratio 0.81.)
+python3 -c 'print("1015000\n1000\n1000\n" * 1000, end="")' > "$tmp/late.txt"
+check "score, a timeout's late wake" 0 "$testevd" --score --policy adaptive:learn=0,spin_pct=0,guard_us=1000 \
+	--calibration "$tmp/cal.txt" --trace "$tmp/late.txt" --json "$tmp/late.json"
+python3 - "$tmp/late.json" <<'PY' || fail=1
+import json, sys
+r = json.load(open(sys.argv[1]))[0]
+assert r["latency_us"]["p50"] >= 1.0, f"arrivals during a timeout's wake served at once: p50 {r['latency_us']}"
+assert r["sleeps"] <= 1000, f"a sleep for an arrival the wake serves: {r['sleeps']} sleeps"
+print(f"ok: a timeout's late wake: p50 {r['latency_us']['p50']} us, {r['sleeps']} sleeps, ratio {r['competitive_ratio']}")
+PY
 # per source: two sources in a random order; after source 1 the next gap is
 # 15 us, after source 2 it is 2 ms. The previous gap tells nothing, the
 # source does: with the ids in the trace (told as a loop of several sources
