@@ -125,8 +125,10 @@ import json, sys
 a = json.load(open(sys.argv[1]))
 h, hc = a[0]["hindsight_ratio"], a[0]["hindsight_context_ratio"]
 assert all(r["hindsight_ratio"] == h and r["hindsight_context_ratio"] == hc for r in a), a
+# a file without T: L stands in for it, and the JSON says so
 assert all(r["calibration"] == {"given": True, "b_ns": 5000, "wake_at_ns": [10000, 100000, 1000000, 10000000],
-                                "wake_ns": [16000, 16000, 19000, 25000]} for r in a), a[0]["calibration"]
+                                "wake_ns": [16000, 16000, 19000, 25000], "timer_late_from": "L",
+                                "timer_late_ns": [16000, 16000, 19000, 25000]} for r in a), a[0]["calibration"]
 assert hc <= 1.001, f"one threshold per context should match the oracle here: {hc}"
 assert h >= 1.10, f"no single threshold should come near the oracle here: {h}"
 ad = next(r for r in a if r["policy"] == "adaptive")["competitive_ratio"]
@@ -168,6 +170,26 @@ r = json.load(open(sys.argv[1]))[0]
 assert r["latency_us"]["p50"] >= 1.0, f"arrivals during a timeout's wake served at once: p50 {r['latency_us']}"
 assert r["sleeps"] <= 1000, f"a sleep for an arrival the wake serves: {r['sleeps']} sleeps"
 print(f"ok: a timeout's late wake: p50 {r['latency_us']['p50']} us, {r['sleeps']} sleeps, ratio {r['competitive_ratio']}")
+PY
+# T, how late a timed wait ends: napi naps 20 us twice, then sleeps. With
+# T = L (16 us) the naps end at 36 and 72 us, it sleeps and the arrival at
+# 100 us waits L: 16 us. With T = 50 us (as on this VM) the second nap ends
+# 40 us after the arrival, which waits for it: the scorer used to price a
+# nap's end with L whatever the timer did.
+python3 -c 'print("100000\n" * 2000, end="")' > "$tmp/g100.txt"
+printf '5000 16000 16000 19000 25000\n# T\n50000 50000 60000 80000\n' > "$tmp/calT.txt"
+check "score, naps on L" 0 "$testevd" --score --policy napi --calibration "$tmp/cal.txt" \
+	--trace "$tmp/g100.txt" --json "$tmp/napL.json"
+check "score, naps on T" 0 "$testevd" --score --policy napi --calibration "$tmp/calT.txt" \
+	--trace "$tmp/g100.txt" --json "$tmp/napT.json"
+python3 - "$tmp/napL.json" "$tmp/napT.json" <<'PY' || fail=1
+import json, sys
+l, t = (json.load(open(f))[0] for f in sys.argv[1:])
+assert t["calibration"]["timer_late_from"] == "given", t["calibration"]
+assert t["calibration"]["timer_late_ns"] == [50000, 50000, 60000, 80000], t["calibration"]
+assert l["latency_us"]["p99"] < 20, f"naps priced with L: p99 {l['latency_us']}"
+assert t["latency_us"]["p99"] >= 35, f"naps that end 50 us late: p99 {t['latency_us']}"
+print(f"ok: naps on L: p99 {l['latency_us']['p99']} us; on T: {t['latency_us']['p99']} us")
 PY
 # per source: two sources in a random order; after source 1 the next gap is
 # 15 us, after source 2 it is 2 ms. The previous gap tells nothing, the

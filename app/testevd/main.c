@@ -52,19 +52,47 @@ has_opt(int argc, char **argv, const char *const *names)
 	return false;
 }
 
-/* --calibration FILE: one line "B L(10us) L(100us) L(1ms) L(10ms)" in ns
- * ('#' comments, blank lines), as --save-calibration writes it. Anything
- * else is refused, with the line: a second line of numbers, a sign, a
- * value out of range (B 1 ns to 10 ms, L up to 1 s: the most a machine's
+/* --calibration FILE: a line "B L(10us) L(100us) L(1ms) L(10ms)" in ns, and
+ * optionally a second "T(10us) T(100us) T(1ms) T(10ms)" (how late a timed
+ * wait ends: --score's naps and timeouts; without it L stands in), with
+ * '#' comments and blank lines, as --save-calibration writes them. Anything
+ * else is refused, with the line: a third line of numbers, a sign, a value
+ * out of range (B 1 ns to 10 ms, L and T up to 1 s: the most a machine's
  * sleep or wake can plausibly cost; beyond, the model's figures overflow). */
 #define CAL_B_MAX_NS 10000000ull
 #define CAL_L_MAX_NS 1000000000ull
+#define CAL_FORMAT "a line of 5 numbers in ns, B L(10us) L(100us) L(1ms) L(10ms), then " \
+	"optionally one of 4, T(10us) T(100us) T(1ms) T(10ms)"
+
+/* n unsigned numbers in ns from p into v, the first a B if @p b; NULL or why not. */
+static const char *
+calibration_numbers(const char *p, int n, bool b, unsigned long long *v)
+{
+	char *end;
+
+	for (int k = 0; k < n; k++) {
+		p += strspn(p, " \t");
+		if (*p < '0' || *p > '9')
+			return n == 5 ? "expected 5 unsigned numbers in ns" : "expected 4 unsigned numbers in ns";
+		errno = 0;
+		v[k] = strtoull(p, &end, 10);
+		if (strchr(" \t\r\n", *end) == NULL) /* also "0x10", "5e3" */
+			return n == 5 ? "expected 5 unsigned numbers in ns" : "expected 4 unsigned numbers in ns";
+		if (errno != 0 || v[k] > (b && k == 0 ? CAL_B_MAX_NS : CAL_L_MAX_NS) || (b && k == 0 && v[k] == 0))
+			return "a value out of range (B from 1 ns to 10 ms, L and T up to 1 s)";
+		p = end;
+	}
+	if (p[strspn(p, " \t\r\n")] != '\0')
+		return n == 5 ? "more than 5 numbers, or text after them"
+			      : "more than 4 numbers, or text after them";
+	return NULL;
+}
 
 static int
 calibration_load(const char *path)
 {
 	struct evd_policy_env e = { .wake_at_ns = { 10000, 100000, 1000000, 10000000 } };
-	unsigned long long v[5];
+	unsigned long long v[5], tv[4];
 	char *line = NULL;
 	size_t cap = 0, lineno = 0;
 	FILE *f = fopen(path, "r");
@@ -77,7 +105,7 @@ calibration_load(const char *path)
 		return EXIT_USAGE;
 	}
 	while (why == NULL && (len = getline(&line, &cap, f)) > 0) {
-		char *p = line + strspn(line, " \t\r\n"), *end;
+		char *p = line + strspn(line, " \t\r\n");
 
 		lineno++;
 		if (memchr(line, '\0', (size_t)len) != NULL) {
@@ -86,30 +114,12 @@ calibration_load(const char *path)
 		}
 		if (*p == '#' || *p == '\0')
 			continue;
-		if (got) {
-			why = "a second line of numbers (one line: B and the 4 L)";
+		if (got == 2) {
+			why = "a third line of numbers (B and the 4 L, then the 4 T)";
 			break;
 		}
-		for (int k = 0; k < 5 && why == NULL; k++) {
-			p += strspn(p, " \t");
-			if (*p < '0' || *p > '9') {
-				why = "expected 5 unsigned numbers in ns";
-				break;
-			}
-			errno = 0;
-			v[k] = strtoull(p, &end, 10);
-			if (strchr(" \t\r\n", *end) == NULL) { /* also "0x10", "5e3" */
-				why = "expected 5 unsigned numbers in ns";
-				break;
-			}
-			if (errno != 0 || v[k] > (k == 0 ? CAL_B_MAX_NS : CAL_L_MAX_NS) ||
-			    (k == 0 && v[k] == 0))
-				why = "a value out of range (B from 1 ns to 10 ms, L up to 1 s)";
-			p = end;
-		}
-		if (why == NULL && p[strspn(p, " \t\r\n")] != '\0')
-			why = "more than 5 numbers, or text after them";
-		got = why == NULL;
+		why = got == 0 ? calibration_numbers(p, 5, true, v) : calibration_numbers(p, 4, false, tv);
+		got += why == NULL;
 	}
 	free(line);
 	fclose(f);
@@ -118,9 +128,8 @@ calibration_load(const char *path)
 
 		if (why != NULL)
 			snprintf(at, sizeof(at), "line %zu: ", lineno);
-		fprintf(stderr, "testevd: --calibration %s: %s%s; the file is one line of 5 numbers "
-			"in ns: B L(10us) L(100us) L(1ms) L(10ms)\n", path, at,
-			why != NULL ? why : "no line of numbers");
+		fprintf(stderr, "testevd: --calibration %s: %s%s; the file is " CAL_FORMAT "\n", path,
+			at, why != NULL ? why : "no line of numbers");
 		return EXIT_USAGE;
 	}
 	e.sleep_wake_ns = v[0];
@@ -131,6 +140,15 @@ calibration_load(const char *path)
 		fprintf(stderr, "testevd: --calibration %s: %s\n", path, strerror(-rc));
 		return EXIT_RUNTIME;
 	}
+	if (got == 2) {
+		uint64_t t[EVD_ENV_WAKE_POINTS];
+
+		for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++)
+			t[k] = tv[k];
+		timer_late_set(t);
+	} else {
+		timer_late_from_l(&e);
+	}
 	return 0;
 }
 
@@ -138,15 +156,22 @@ static int
 calibration_save(const char *path)
 {
 	const struct evd_policy_env *e = evd_policy_env_get();
-	FILE *f = fopen(path, "w");
+	uint64_t t[EVD_ENV_WAKE_POINTS];
+	FILE *f;
 
+	if (timer_late_measure() < 0)
+		return EXIT_RUNTIME;
+	timer_late_get(t);
+	f = fopen(path, "w");
 	if (f == NULL) {
 		fprintf(stderr, "testevd: --save-calibration %s: %s\n", path, strerror(errno));
 		return EXIT_USAGE;
 	}
 	fprintf(f, "# evd calibration (ns): B, then the wake latency L after 10 us, 100 us, 1 ms, 10 ms\n"
-		"%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", e->sleep_wake_ns,
-		e->wake_ns[0], e->wake_ns[1], e->wake_ns[2], e->wake_ns[3]);
+		"%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n"
+		"# how late a timed wait ends, T, after 10 us, 100 us, 1 ms, 10 ms (naps, timeouts)\n"
+		"%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", e->sleep_wake_ns,
+		e->wake_ns[0], e->wake_ns[1], e->wake_ns[2], e->wake_ns[3], t[0], t[1], t[2], t[3]);
 	if (fclose(f) != 0) {
 		fprintf(stderr, "testevd: --save-calibration %s: %s\n", path, strerror(errno));
 		return EXIT_RUNTIME;

@@ -8,17 +8,21 @@
  *   B     the CPU price of one sleep: arm, syscalls, wake, ack;
  *   L(g)  the wake latency after sleeping g (eventfd to epoll_wait, measured
  *         for g = 10 us, 100 us, 1 ms, 10 ms, interpolated on log g);
+ *   T(g)  how late a timed wait of g ends (a nap's or a timeout's own
+ *         timer; measured by testevd at the same points, timer_late.c, or
+ *         given on the calibration's second line; L where a file has none):
+ *         on a VM well over L for short waits (45 against 11 us here);
  *   p     the time of one empty poll round (100 ns); the round in which
  *         the arrival comes serves it, so spinning through a gap costs g.
  * Per idle gap g: spinning through it costs g of CPU and adds no latency;
  * sleeping after t costs t + B of CPU and adds L(g - t) of latency. A sleep
  * that ends by its timeout (l3fwd's 10 ms, adaptive's pre-wake and guard) costs B and
- * the loop runs again L(timeout) after it; an arrival in between waits, and
+ * the loop runs again T(timeout) after it; an arrival in between waits, and
  * is served at that wake as at a nap's end (below).
  * cost = CPU + lambda x added latency; with a latency budget (--budget-us),
  * latency up to the budget is free: lambda x max(0, added - budget).
  * A nap (a timed wait with nothing armed: software interrupt moderation)
- * costs B and ends L(nap) after its length; what arrived meanwhile is
+ * costs B and ends T(nap) after its length; what arrived meanwhile is
  * served together at its end, each arrival waiting from its own time, and
  * the loop's next gap starts there. (A notified sleep's latency is not
  * carried over into the next gap: the gaps are the trace's, as the
@@ -58,6 +62,10 @@ calibrate(void)
 {
 	env = evd_policy_env_get();
 	b_ns = (double)env->sleep_wake_ns;
+	/* T: given with the calibration, else measured here (a file without
+	 * it has had L put in its place when loaded) */
+	if (timer_late_get(NULL) == TIMER_LATE_NONE && timer_late_measure() < 0)
+		timer_late_from_l(env);
 }
 
 static double
@@ -313,10 +321,10 @@ simulate(const char *spec, const struct trace *t, double lambda, struct score *s
 					tt = g;
 				}
 			} else if (a == EVD_ACTION_NAP) {
-				/* nothing armed: the loop runs again L(d) after d,
-				 * whatever arrived meanwhile */
+				/* nothing armed: the loop runs again T(d) after d
+				 * (its timer's lateness), whatever arrived meanwhile */
 				uint64_t d = RTE_MIN(arg ? arg : 1000, MAX_SLEEP_NS); /* the loop's bound */
-				uint64_t back = d + (uint64_t)wake_latency(d);
+				uint64_t back = d + (uint64_t)timer_late_ns(d);
 
 				s->naps++;
 				cpu += b_ns;
@@ -342,9 +350,9 @@ simulate(const char *spec, const struct trace *t, double lambda, struct score *s
 					tl_add(s->tl_sleep, s->tl_window_ns, t0 + (double)tt, (double)(g - tt));
 					tt = g;
 				} else {
-					/* a timer wake has its latency too: the loop
-					 * runs again L(bound) after the timeout */
-					uint64_t back = bound + (uint64_t)wake_latency(bound);
+					/* a timer wake is late too: the loop runs
+					 * again T(bound) after the timeout */
+					uint64_t back = bound + (uint64_t)timer_late_ns(bound);
 
 					evd_policy_wake(p, start + tt + back, bound, EVD_WAKE_TIMEOUT);
 					tl_add(s->tl_sleep, s->tl_window_ns, t0 + (double)tt,
@@ -462,6 +470,8 @@ score_mode(const struct opts *o)
 	struct hindsight h = { 0 };
 	char buf[HS_GAPS][32];
 	double span_ns = 0;
+	uint64_t tl[4];
+	enum timer_late_from from;
 	int rc;
 
 	if (o->compare) {
@@ -482,11 +492,13 @@ score_mode(const struct opts *o)
 	calibrate();
 	for (size_t i = 0; i < t->n; i++)
 		span_ns += (double)t->gap_ns[i];
+	from = timer_late_get(tl);
 	printf("testevd: scoring on %s (%zu arrivals over %.3g s); B %.1f us, L(10us..10ms) %.1f %.1f "
-	       "%.1f %.1f us, lambda %g%s\n", t->name, t->n, span_ns / 1e9, b_ns / 1e3,
-	       env->wake_ns[0] / 1e3, env->wake_ns[1] / 1e3,
-	       env->wake_ns[2] / 1e3, env->wake_ns[3] / 1e3, o->lambda,
-	       o->budget_us != 0 ? " beyond the latency budget" : "");
+	       "%.1f %.1f us, T %.1f %.1f %.1f %.1f us%s, lambda %g%s\n", t->name, t->n,
+	       span_ns / 1e9, b_ns / 1e3, env->wake_ns[0] / 1e3, env->wake_ns[1] / 1e3,
+	       env->wake_ns[2] / 1e3, env->wake_ns[3] / 1e3, tl[0] / 1e3, tl[1] / 1e3, tl[2] / 1e3,
+	       tl[3] / 1e3, from == TIMER_LATE_FROM_L ? " (L's: none in the calibration)" : "",
+	       o->lambda, o->budget_us != 0 ? " beyond the latency budget" : "");
 	if (o->budget_us != 0)
 		printf("testevd: latency budget %" PRIu64 " us: added latency up to it costs nothing\n",
 		       o->budget_us);

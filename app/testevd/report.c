@@ -206,6 +206,8 @@ report_json_calibration(FILE *f)
 {
 	bool given = false;
 	const struct evd_policy_env *e = evd_policy_env_peek(&given);
+	enum timer_late_from from;
+	uint64_t t[4];
 
 	if (e == NULL) {
 		fputs("\"calibration\": null", f);
@@ -218,7 +220,16 @@ report_json_calibration(FILE *f)
 	fputs("], \"wake_ns\": [", f);
 	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++)
 		fprintf(f, "%s%" PRIu64, k ? ", " : "", e->wake_ns[k]);
-	fputs("]}", f);
+	fputc(']', f);
+	from = timer_late_get(t);
+	if (from != TIMER_LATE_NONE) { /* --score's: how late naps and timeouts end */
+		fprintf(f, ", \"timer_late_from\": \"%s\", \"timer_late_ns\": [",
+			from == TIMER_LATE_GIVEN ? "given" : from == TIMER_LATE_MEASURED ? "measured" : "L");
+		for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++)
+			fprintf(f, "%s%" PRIu64, k ? ", " : "", t[k]);
+		fputc(']', f);
+	}
+	fputc('}', f);
 }
 
 void
