@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests of the software event ring. */
+#include <dlfcn.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sys/epoll.h>
 
 #include <evd.h>
 #include <evd_source.h>
@@ -211,6 +213,97 @@ test_multi_producer(void)
 	CHECK_EQ(evd_source_destroy(r), 0);
 }
 
+/* ---- a doorbell rung while the ring leaves its loop ---- */
+
+/* epoll_ctl is interposed (this executable's definition comes before
+ * libc's): when the loop takes the hooked fd out of its epoll set, a
+ * producer thread posts to the ring right then, inside evd_loop_remove(),
+ * after the loop has looked for a pending notification. */
+static int (*real_epoll_ctl)(int, int, int, struct epoll_event *);
+static struct evd_source *del_hook_ring; /* post to it at EPOLL_CTL_DEL of its fd */
+
+static void *
+late_producer(void *arg)
+{
+	struct evd_event ev = { .u64 = 1 };
+
+	CHECK_EQ(evd_ring_post(arg, &ev), 0);
+	return NULL;
+}
+
+int
+epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
+{
+	struct evd_source *r = del_hook_ring;
+
+	if (real_epoll_ctl == NULL)
+		real_epoll_ctl = (int (*)(int, int, int, struct epoll_event *))dlsym(RTLD_NEXT,
+										       "epoll_ctl");
+	if (op == EPOLL_CTL_DEL && r != NULL && fd == r->ops->fd(r)) {
+		pthread_t th;
+
+		del_hook_ring = NULL;
+		CHECK_EQ(pthread_create(&th, NULL, late_producer, r), 0);
+		pthread_join(th, NULL);
+	}
+	return real_epoll_ctl(epfd, op, fd, ev);
+}
+
+static void
+remove_ring_timer(struct evd_loop *l, struct evd_timer *t, void *arg)
+{
+	(void)t;
+	del_hook_ring = arg;
+	CHECK_EQ(evd_loop_remove(l, arg), 0);
+}
+
+/* A ring removed while armed (here by a timer, which runs after the sleep
+ * and before the disarm) while a producer posts: "a pending notification is
+ * acknowledged before the source leaves" (evd.h). A doorbell rung after the
+ * loop's check but before the ring was disarmed stayed in the removed ring,
+ * and the next loop that took the ring woke at once for nothing. */
+static void
+test_remove_while_ringing(void)
+{
+	struct evd_loop_conf ca = { .name = "a", .policy = "intr", .max_sleep_us = 100000 };
+	struct evd_loop_conf cb = { .name = "b", .policy = "intr", .max_sleep_us = 1000 };
+	struct evd_loop *a, *b;
+	struct evd_source *r;
+	struct evd_loop_stats st;
+	struct sink k = { 0 };
+	bool stale;
+
+	CHECK_EQ(evd_loop_create(&ca, &a), 0);
+	CHECK_EQ(evd_loop_create(&cb, &b), 0);
+	CHECK_EQ(evd_ring_create("r", 8, sink_handler, &k, &r), 0);
+	CHECK_EQ(evd_loop_add(a, r), 0);
+	CHECK_EQ(evd_timer_start(a, 1000000, 0, remove_ring_timer, r, NULL), 0);
+	/* intr: arm, re-poll, sleep until the timer, which removes the ring */
+	CHECK_EQ(evd_loop_step(a), 0);
+	CHECK(r->loop == NULL);
+	CHECK(del_hook_ring == NULL); /* the producer posted during the removal */
+	CHECK_EQ(evd_ring_count(r), 1);
+	stale = readable(r);
+	printf("  doorbell left in the removed ring: %s\n", stale ? "yes" : "no");
+
+	/* the ring joins loop b: the event is there, then b sleeps its bound */
+	CHECK_EQ(evd_loop_add(b, r), 0);
+	CHECK_EQ(evd_loop_step(b), 1);
+	CHECK_EQ(k.n, 1);
+	CHECK_EQ(evd_loop_step(b), 0);
+	CHECK_EQ(evd_loop_stats_get(b, &st), 0);
+	printf("  loop b: sleeps %" PRIu64 ", spurious wakeups %" PRIu64 ", timeouts %" PRIu64 "\n",
+	       st.sleeps, st.spurious_wakeups, st.sleep_timeouts);
+	CHECK_EQ(st.sleeps, 1);
+	CHECK_EQ(st.spurious_wakeups, 0); /* woken by a's doorbell */
+	CHECK_EQ(st.sleep_timeouts, 1);
+	CHECK(!stale);
+	CHECK_EQ(evd_loop_remove(b, r), 0);
+	CHECK_EQ(evd_source_destroy(r), 0);
+	CHECK_EQ(evd_loop_destroy(a), 0);
+	CHECK_EQ(evd_loop_destroy(b), 0);
+}
+
 int
 main(void)
 {
@@ -219,5 +312,6 @@ main(void)
 	TEST(test_fifo_full_and_burst);
 	TEST(test_doorbell_only_when_armed);
 	TEST(test_multi_producer);
+	TEST(test_remove_while_ringing);
 	return 0;
 }

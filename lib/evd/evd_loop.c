@@ -557,7 +557,11 @@ detach(struct evd_loop *loop, struct evd_source *s)
 	uint32_t i = s->index;
 
 	/* A notification left unconsumed would be lost to the next owner, and
-	 * for verbs it would make ibv_destroy_cq() wait forever. */
+	 * for verbs it would make ibv_destroy_cq() wait forever. Disarm first:
+	 * a source still armed after the check below (a ring, whose producers
+	 * ring its doorbell while it is armed) could notify once more, and that
+	 * notification would stay in the removed source. */
+	disarm(s);
 	if (s->has_fd) {
 		if (s->ops->ack != NULL && fd_ready(s->notify_fd, 0)) {
 			int rc = s->ops->ack(s);
@@ -569,7 +573,6 @@ detach(struct evd_loop *loop, struct evd_source *s)
 	} else {
 		loop->n_poll_only--;
 	}
-	disarm(s);
 	evd__registry_lock();
 	loop->src[i] = loop->src[--loop->n_src];
 	loop->src[i]->index = i;

@@ -74,7 +74,10 @@ ring_poll(struct evd_source *s, uint16_t budget)
 	}
 	if (n == 0)
 		return 0;
-	__atomic_store_n(&r->tail, t, __ATOMIC_RELAXED);
+	/* Release: a reader of tail that acquires it sees head at least as
+	 * far (the claims of these events happen before, through seq), as
+	 * evd_ring_count() assumes; relaxed, C11 let it see an older head. */
+	__atomic_store_n(&r->tail, t, __ATOMIC_RELEASE);
 	evd_source_deliver(s, burst, n);
 	return n;
 }
