@@ -275,6 +275,43 @@ test_adaptive_learns(void)
 	CHECK_EQ(evd_policy_create("adaptive:learn=2", &(struct evd_policy *){ NULL }), -EINVAL);
 }
 
+/* Busy-period lock-in spins at least B after a round that found a burst,
+ * to spare the queued completions a sleep's wake latency. With lambda_pct=0
+ * latency costs nothing: nothing to spare, and on gaps of 5 ms (sleeping
+ * at once is cheapest) a burst changes nothing, it sleeps at once; priced
+ * (the default), it spins first. */
+static uint64_t
+sleep_after_burst(const char *spec)
+{
+	struct evd_policy *p;
+	uint64_t now = 1000000000ull, t;
+
+	CHECK_EQ(evd_policy_create(spec, &p), 0);
+	for (int i = 0; i < 500; i++) {
+		now += 5000000;
+		evd_policy_events(p, now, 1);
+	}
+	CHECK_EQ(first_sleep(p, now, 10000000), 0); /* learned: sleep at once */
+	now += 5000000;
+	evd_policy_events(p, now, 8); /* a burst */
+	t = first_sleep(p, now, 10000000);
+	evd_policy_destroy(p);
+	return t;
+}
+
+static void
+test_adaptive_lock_in_lambda(void)
+{
+	const struct evd_policy_env *env = evd_policy_env_get();
+	uint64_t t0 = sleep_after_burst("adaptive:lambda_pct=0");
+	uint64_t t1 = sleep_after_burst("adaptive");
+
+	printf("  after a burst: first sleep at %" PRIu64 " ns with lambda 0, %" PRIu64
+	       " ns with lambda 1 (B %" PRIu64 " ns)\n", t0, t1, env->sleep_wake_ns);
+	CHECK_EQ(t0, 0);
+	CHECK(t1 >= env->sleep_wake_ns);
+}
+
 /* The largest threshold adaptive draws over its 31 young gaps, each
  * measured as the idle time of its first sleep (rounds of 100 ns); the gaps
  * and the search run to @p limit, past any draw. */
@@ -826,6 +863,93 @@ test_adaptive_auto_guard(void)
 	CHECK_EQ(bound_free, 0);
 }
 
+/* The sleep bound of the gap under way: the first decision to sleep after
+ * the completion at now, probed in rounds that are not a gap's first
+ * (idle_rounds >= 2: no idle gap counted, no update brought forward);
+ * 0: unbounded. */
+static uint64_t
+bound_after(struct evd_policy *p, uint64_t now)
+{
+	uint64_t arg = UINT64_MAX;
+
+	for (uint64_t idle = 100; idle < 100000000; idle += 100) {
+		struct evd_policy_input in = { .now_ns = now + idle, .idle_ns = idle,
+					       .idle_rounds = idle / 100 + 1 };
+
+		if (evd_policy_decide(p, &in, &arg) == EVD_ACTION_SLEEP)
+			return arg;
+	}
+	CHECK(0);
+	return arg;
+}
+
+/* A completion of source id after gap; with @p decide, the gap's first
+ * empty round before it (an idle gap, as the loop counts them). */
+static void
+src_after(struct evd_policy *p, uint64_t *now, uint64_t gap, uint32_t id, bool decide)
+{
+	uint64_t arg;
+
+	if (decide) {
+		struct evd_policy_input in = { .now_ns = *now + 100, .idle_ns = 100,
+					       .idle_rounds = 1 };
+
+		CHECK(evd_policy_decide(p, &in, &arg) >= 0);
+	}
+	*now += gap;
+	evd_policy_source_events(p, *now, id, 1);
+	evd_policy_events(p, *now, 1);
+}
+
+/* guard_us unset, a loop of more sources than adaptive follows (8 slots).
+ * Sources 1..8 in turn; after source 1 the loop stays silent 1 s (its
+ * contexts learn that bounding the sleeps never pays: each would add B
+ * per timeout and save nothing, L being flat past 10 ms), after the others
+ * about 10 ms (Poisson; bounding pays, as in test_adaptive_auto_guard).
+ * Then source 9 comes and takes the least recent slot, source 1's: its
+ * contexts start again from what all sources teach (pooled), the
+ * threshold and the bound on its sleeps alike, as a context too young for
+ * its own (here: after source 8 following a 1 us gap) has them. */
+static void
+test_adaptive_guard_evicted(void)
+{
+	struct evd_policy *p;
+	uint64_t rnd = 9, now = 1000000000ull, own, young, evicted;
+	uint32_t prev = 8;
+
+	CHECK_EQ(evd_policy_create("adaptive", &p), 0);
+	for (int i = 0; i < 450 * 8; i++) { /* 3,600 gaps: no decay (4,096) */
+		uint64_t gap = 0;
+
+		if (prev == 1)
+			gap = 1000000000ull;
+		else
+			do
+				gap += 10000;
+			while (test_xorshift(&rnd) % 1000 != 0);
+		prev = (uint32_t)(i % 8) + 1;
+		src_after(p, &now, gap, prev, true);
+	}
+	/* source 1 (after a 10 ms gap): its own context, which never bounds */
+	src_after(p, &now, 10000000, 1, false);
+	own = bound_after(p, now);
+	src_after(p, &now, 1000000000ull, 2, false);
+	for (uint32_t s = 3; s <= 7; s++)
+		src_after(p, &now, 10000000, s, false);
+	/* source 8 after a 1 us gap: a context with no gaps of its own */
+	src_after(p, &now, 1000, 8, false);
+	young = bound_after(p, now);
+	/* source 9: the least recent slot is source 1's */
+	src_after(p, &now, 10000000, 9, false);
+	evicted = bound_after(p, now);
+	printf("  sleep bound: source 1's own context %" PRIu64 " ns, a young context %" PRIu64
+	       " ns, source 9 in source 1's slot %" PRIu64 " ns\n", own, young, evicted);
+	CHECK_EQ(own, 0);
+	CHECK(young >= 1000000 && young <= 10000000);
+	CHECK_EQ(evicted, young);
+	evd_policy_destroy(p);
+}
+
 static void
 test_adaptive_per_source_contexts(void)
 {
@@ -1240,6 +1364,7 @@ main(int argc, char **argv)
 	if (argc > 1 && strcmp(argv[1], "guard") == 0) {
 		on_env(5000, 10000, 10000, 60000, 200000); /* L grows with the time asleep */
 		TEST(test_adaptive_auto_guard);
+		TEST(test_adaptive_guard_evicted);
 		return 0;
 	}
 	TEST(test_spec_errors);
@@ -1248,6 +1373,7 @@ main(int argc, char **argv)
 	TEST(test_adaptive_decisions);
 	TEST(test_adaptive_learns);
 	TEST(test_adaptive_young);
+	TEST(test_adaptive_lock_in_lambda);
 	TEST(test_adaptive_prewake);
 	TEST(test_adaptive_prewake_per_source);
 	TEST(test_adaptive_per_source_contexts);

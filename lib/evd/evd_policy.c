@@ -192,7 +192,7 @@ struct adaptive {
 	bool napping;         /* the last action was a nap (on_wake: a nap's end) */
 	double nap_gap, nap_burst; /* at the idle gaps: gap and completions, averaged (naps only) */
 	bool naps_late;       /* naps stopped: they ended too late for the budget */
-	bool lock_in_pays;    /* L(B) exceeds the budget: lock-in saves priced latency */
+	bool lock_in_pays;    /* lambda > 0, L(B) over the budget: lock-in saves priced latency */
 	uint64_t guard_ns;    /* the bound on a sleep while traffic is recent, or UINT64_MAX */
 	bool guard_auto;      /* guard_us unset: the model's pick per context (ctx_guard)... */
 	uint32_t guard_wakes; /* ...for at most this many timeouts a gap */
@@ -211,6 +211,7 @@ struct adaptive {
 	uint64_t guard_for_ns;        /* guard_us=N: bound the sleeps while idle under this */
 	uint32_t ctx_own;             /* contexts whose threshold is their own (not pooled) */
 	uint64_t pooled_ns;           /* the threshold of all contexts together */
+	uint64_t pooled_guard;        /* guard_us unset: the bound of all contexts together */
 	uint32_t idle_left;           /* idle gaps (the loop had to decide) to the next update */
 	uint64_t young_buy_ns;        /* while young: the price of a sleep, B + lambda L */
 	uint64_t next_decay;          /* samples at the next halving: 4096, then +4096 */
@@ -580,7 +581,6 @@ static void
 learn_threshold(struct adaptive *a, bool decay)
 {
 	double all[GAP_BINS] = { 0 }, n[CONTEXTS] = { 0 };
-	uint64_t pooled_guard = 0; /* 0: not picked yet (every young context shares it) */
 
 	for (uint32_t c = 0; c < a->n_ctx_used; c++)
 		for (int i = 0; i < GAP_BINS; i++) {
@@ -588,15 +588,17 @@ learn_threshold(struct adaptive *a, bool decay)
 			n[c] += a->w[c][i];
 		}
 	a->pooled_ns = best_threshold(a, all);
+	/* every young context's, and a new source's (pw_slot_of) */
+	if (a->guard_auto)
+		a->pooled_guard = guard_pick(a, all, a->pooled_ns);
 	for (uint32_t c = 0; c < a->n_ctx_used; c++) {
 		bool own = n[c] >= YOUNG;
 
 		a->ctx_threshold[c] = own ? best_threshold(a, a->w[c]) : a->pooled_ns;
 		a->ctx_own = own ? a->ctx_own | 1u << c : a->ctx_own & ~(1u << c);
-		if (a->guard_auto && !own && pooled_guard == 0)
-			pooled_guard = guard_pick(a, all, a->pooled_ns);
 		if (a->guard_auto)
-			a->ctx_guard[c] = own ? guard_pick(a, a->w[c], a->ctx_threshold[c]) : pooled_guard;
+			a->ctx_guard[c] = own ? guard_pick(a, a->w[c], a->ctx_threshold[c])
+					      : a->pooled_guard;
 		for (int i = 0; decay && i < GAP_BINS; i++)
 			a->w[c][i] *= 0.5;
 	}
@@ -695,7 +697,8 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 	a->lambda = (double)lambda_pct / 100.0;
 	a->cap_ns = spin_max_us != UINT64_MAX ? spin_max_us * 1000 : UINT64_MAX;
 	a->lat_budget_ns = (double)budget_us * 1000;
-	a->lock_in_pays = evd_policy_env_wake_ns(env, env->sleep_wake_ns) > a->lat_budget_ns;
+	/* as pre-wake and the guard: latency priced (lambda_pct=0: none is) */
+	a->lock_in_pays = a->lambda * priced(a, evd_policy_env_wake_ns(env, env->sleep_wake_ns)) > 0;
 	/* bounded: a given environment may hold any B and L, lambda_pct goes to 10^6 */
 	a->young_buy_ns = (uint64_t)fmin((double)env->sleep_wake_ns +
 					 a->lambda * priced(a, (double)env->wake_ns[0]), 1e12);
@@ -714,6 +717,7 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 	a->guard_auto = guard_us == GUARD_AUTO && a->learn && a->guard_wakes > 0;
 	for (int c = 0; c < CONTEXTS; c++)
 		a->ctx_guard[c] = UINT64_MAX; /* none until the first update */
+	a->pooled_guard = UINT64_MAX;
 	a->guard_ns = guard_us != 0 && guard_us != GUARD_AUTO ? guard_us * 1000 : UINT64_MAX;
 	a->guard_for_ns = guard_for_us != UINT64_MAX ? guard_for_us * 1000 : GUARD_WINDOW_NS;
 	a->budget_ns = spin_max_us != UINT64_MAX ? spin_max_us * 1000 : env->sleep_wake_ns;
@@ -897,6 +901,7 @@ pw_slot_of(struct adaptive *a, uint32_t id)
 	memset(a->w[c0], 0, GAP_CONTEXTS * sizeof(a->w[0]));
 	for (uint32_t c = c0; c < c0 + GAP_CONTEXTS; c++) {
 		a->ctx_threshold[c] = a->pooled_ns; /* young: what all sources teach */
+		a->ctx_guard[c] = a->pooled_guard;  /* (not the bound its old source taught) */
 		a->ctx_own &= ~(1u << c);
 	}
 	a->n_ctx_used = RTE_MAX(a->n_ctx_used, c0 + GAP_CONTEXTS);

@@ -24,7 +24,7 @@
  *   superposition of each source's own gaps (how long each has been
  *   silent), where it has cost less than the contexts; after a round that
  *   found a burst it spins at least B (busy-period lock-in, where the
- *   latency budget does not cover L(B)); for periodic
+ *   latency budget does not cover L(B) and lambda_pct is not 0); for periodic
  *   sources (followed per source), where it pays, it sleeps with a timeout
  *   that ends before the next expected arrival and polls through it
  *   (pre-wake). With a latency budget it prices only latency beyond the
