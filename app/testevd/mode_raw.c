@@ -37,13 +37,14 @@ raw(const struct opts *o)
 	struct result *res = calloc(1, sizeof(*res));
 	struct rte_mbuf *pkts[BURST];
 	struct rte_mempool *pool;
-	uint64_t tsc_mhz = rte_get_tsc_hz() / 1000000, total = 0, got = 0, t0, c0, deadline;
-	bool intr, end = false;
+	uint64_t total = 0, got = 0, t0, c0, deadline;
+	bool intr, end = false, started = false;
 	int rc, status = 0;
 
 	if (res == NULL)
 		return EXIT_RUNTIME;
 	printf("testevd: raw rte_epoll_wait receiver (l3fwd-power style) on port %u\n", o->port);
+	testevd_tsc_hz(); /* measured before anything is timed */
 	rc = testevd_port_start(o->port, 1, &pool, &intr, 30.0);
 	if (rc == 0 && !intr)
 		rc = -ENOTSUP;
@@ -85,7 +86,13 @@ raw(const struct opts *o)
 				end = true;
 				total = p->total;
 			} else if (p != NULL && !(p->flags & TESTEVD_F_PROBE)) {
-				hist_add(&res->lat, (now > p->tsc ? now - p->tsc : 0) * 1000 / tsc_mhz);
+				if (!started) { /* the sender's first: the figures start here */
+					started = true;
+					t0 = ns(CLOCK_MONOTONIC);
+					c0 = ns(CLOCK_THREAD_CPUTIME_ID);
+					res->sleeps = res->wakeups = res->sleep_timeouts = 0;
+				}
+				hist_add(&res->lat, testevd_tsc_ns(now > p->tsc ? now - p->tsc : 0));
 				got++;
 			}
 			rte_pktmbuf_free(pkts[i]);

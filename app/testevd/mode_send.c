@@ -71,7 +71,7 @@ echo_poll(struct tx *t)
 		const struct testevd_payload *p = testevd_payload_of(pkts[i]);
 
 		if (p != NULL && p->flags == 0) {
-			uint64_t ns = (now > p->tsc ? now - p->tsc : 0) * 1000 / t->tsc_mhz;
+			uint64_t ns = testevd_tsc_ns(now > p->tsc ? now - p->tsc : 0);
 
 			hist_add(t->rtt, ns);
 			if (late)
@@ -254,7 +254,7 @@ send_mode(const struct opts *o)
 	res = calloc(1, sizeof(*res));
 	if (r == NULL || res == NULL)
 		return EXIT_RUNTIME;
-	t.tsc_mhz = rte_get_tsc_hz() / 1000000;
+	t.tsc_mhz = (uint64_t)(testevd_tsc_hz() / 1e6); /* thresholds only (stalls, late) */
 	if (o->echo) {
 		t.rtt = &res->lat;
 		t.prompt = &res->lat_prompt;
@@ -313,8 +313,8 @@ send_mode(const struct opts *o)
 		uint64_t peer1 = proc_cpu_ns(peer);
 
 		res->has_peer_cpu = peer1 >= peer0;
-		res->peer_cpu_pct = 100.0 * (double)(peer1 - peer0) * (double)(t.tsc_mhz) /
-				    ((double)(t1 - t0) * 1000.0);
+		res->peer_cpu_pct = 100.0 * (double)(peer1 - peer0) /
+				    (double)testevd_tsc_ns(t1 - t0);
 	}
 	if (o->echo) { /* the last ones are still on their way back */
 		uint64_t until = rte_rdtsc() + rte_get_tsc_hz() / 2;
@@ -345,11 +345,11 @@ send_mode(const struct opts *o)
 		res->echo = true;
 		res->rtt_over_5ms = t.slow;
 		res->sender_stalls = t.stalls;
-		res->sender_stall_max_us = (double)t.stall_max / (double)t.tsc_mhz;
+		res->sender_stall_max_us = (double)testevd_tsc_ns(t.stall_max) / 1e3;
 		res->rtt_sender_late = t.late;
 	}
 	res->stopped = testevd_stopping() != 0;
-	res->wall_ns = (t1 - t0) * 1000 / (rte_get_tsc_hz() / 1000000);
+	res->wall_ns = testevd_tsc_ns(t1 - t0);
 	res->runs = 1;
 	result_finish(res);
 	res->events_per_s = (double)res->events_sent / res->duration_s;

@@ -43,7 +43,6 @@ struct run {
 	 * arrivals, on the replaying thread. */
 	void (*spin)(struct run *r);
 	struct evd_loop *loop;
-	uint64_t tsc_mhz;
 	/* consumer side (loop thread) */
 	struct hist *lat; /* the result's */
 	uint64_t delivered __rte_cache_aligned; /* atomic: read by the producer and the monitor */
@@ -55,6 +54,12 @@ struct run {
 	/* atomic: CLOCK_MONOTONIC ns when the remote sender's link went down
 	 * (the source's link event, on the loop thread); 0: up */
 	uint64_t peer_down_ns;
+	/* remote sender: the loop's stats and CLOCK_MONOTONIC when its first
+	 * pattern packet arrived (run_started); the figures run from there,
+	 * not from before its --send-delay, link wait and probes */
+	bool started;
+	uint64_t start_ns;
+	struct evd_loop_stats start_st;
 	int done;       /* atomic: monitor stops */
 	/* --timeline (monitor thread, then the caller after the join) */
 	struct evd_mode_event *tl_ev;
@@ -68,6 +73,9 @@ struct run {
 uint64_t run_now_ns(void);
 /* Loop thread: one event stamped `stamp` arrived at TSC `now`. */
 void run_delivered(struct run *r, uint64_t stamp, uint64_t now);
+/* Loop thread: the remote sender's first pattern packet is here (before
+ * run_delivered for it): the run's wall time, CPU and counters start now. */
+void run_started(struct run *r);
 /* Replay the pattern through r->kind->post, on the calling thread. */
 void run_replay(struct run *r);
 /* Events posted and not yet delivered (for flow control). */

@@ -83,6 +83,7 @@ consume(struct evd_source *src, void *burst, uint16_t n, void *arg)
 		} else if (p->flags & TESTEVD_F_END) {
 			r->remote_total = p->total;
 		} else {
+			run_started(r); /* the first: the figures start here */
 			if (qi < v->nq) {
 				if (p->seq < v->next_seq[qi])
 					v->out_of_order++;
@@ -95,8 +96,12 @@ consume(struct evd_source *src, void *burst, uint16_t n, void *arg)
 		else
 			rte_pktmbuf_free(pkts[i]);
 	}
-	if (r->remote_total != 0 && r->delivered >= r->remote_total)
+	if (r->remote_total != 0 && r->delivered >= r->remote_total &&
+	    !__atomic_load_n(&r->remote_done, __ATOMIC_RELAXED)) {
 		__atomic_store_n(&r->remote_done, 1, __ATOMIC_RELEASE);
+		/* the run ends here, not when the producer next looks (10 ms) */
+		evd_loop_stop(r->loop);
+	}
 }
 
 static void veth_close(struct run *r, struct result *res);
