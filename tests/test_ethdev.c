@@ -14,6 +14,8 @@
  *   Rx interrupt of the guest connected now (no sleep timeout, no lost
  *   wakeup). net_tap raises no LSC event (it only updates its link status),
  *   so the tap cannot test this;
+ * - the tap's queue attached to the application's own epoll instance first:
+ *   the source is poll-only, and its destroy leaves that attachment alone;
  * - hot removal of the tap port while its queue is armed and the loop
  *   sleeps: the source is told, leaves the loop, no crash, no hang, and the
  *   loop goes on serving its other source.
@@ -26,6 +28,7 @@
 #include <net/ethernet.h>
 #include <net/if.h>
 #include <pthread.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -194,6 +197,41 @@ test_tap(uint16_t port, int afp)
 	CHECK_EQ(evd_loop_remove(loop, src), 0);
 	CHECK_EQ(evd_source_destroy(src), 0);
 	CHECK_EQ(evd_loop_destroy(loop), 0);
+}
+
+/*
+ * A queue whose interrupt is attached to another epoll instance (here the
+ * application's own rte_eth_dev_rx_intr_ctl_q, as a program moving from
+ * l3fwd-power's loop does; on NICs with fewer vectors than queues, another
+ * queue's source on the shared vector): ethdev answers the source's attach
+ * with 0 (EAL's -EEXIST). The source must not believe it has an interrupt
+ * (it would sleep on an fd that never fires: poll-only, bounded sleeps), and
+ * destroying it must not take the other instance's attachment away.
+ */
+static void
+test_attached_elsewhere(uint16_t port)
+{
+	struct epoll_event probe = { 0 };
+	struct evd_source *src;
+	struct counter c = { 0 };
+	int app_ep = epoll_create1(EPOLL_CLOEXEC), fd;
+
+	CHECK(app_ep >= 0);
+	CHECK_EQ(rte_eth_dev_rx_intr_ctl_q(port, 0, app_ep, RTE_INTR_EVENT_ADD, NULL), 0);
+	CHECK_EQ(evd_ethdev_rxq_create(port, 0, "tap", NULL, on_pkts, &c, &src), 0);
+	CHECK(!evd_ethdev_rxq_has_interrupt(src));
+	CHECK_EQ(evd_source_destroy(src), 0);
+	/* the application's attachment is still there */
+	fd = rte_eth_dev_rx_intr_ctl_q_get_fd(port, 0);
+	CHECK(fd >= 0);
+	CHECK_EQ(epoll_ctl(app_ep, EPOLL_CTL_ADD, fd, &probe), -1);
+	CHECK_EQ(errno, EEXIST);
+	CHECK_EQ(rte_eth_dev_rx_intr_ctl_q(port, 0, app_ep, RTE_INTR_EVENT_DEL, NULL), 0);
+	close(app_ep);
+	/* and a source made now has the interrupt */
+	CHECK_EQ(evd_ethdev_rxq_create(port, 0, "tap", NULL, on_pkts, &c, &src), 0);
+	CHECK(evd_ethdev_rxq_has_interrupt(src));
+	CHECK_EQ(evd_source_destroy(src), 0);
 }
 
 struct ring_feed {
@@ -608,6 +646,7 @@ main(void)
 
 	TEST_ARGS(test_tap, tap_port, afp);
 	TEST_ARGS(test_ring_poll_only, tap_port, ring_port, ring);
+	TEST_ARGS(test_attached_elsewhere, tap_port);
 	TEST_ARGS(test_queue_rules, ring_port);
 	TEST(test_vhost_link);
 	TEST_ARGS(test_hot_removal, tap_port);

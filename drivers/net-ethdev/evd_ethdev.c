@@ -204,6 +204,55 @@ handle_pending(struct rxq_src *q)
 	}
 }
 
+/* ---- the queue's interrupt fd in the source's epoll instance ---------------- */
+
+/*
+ * Whether the queue's interrupt fd is in the source's epoll instance: 1 it
+ * is, 0 it is not, < 0 the port has none now (stopped: tap and NIC PMDs free
+ * the queue's vector at stop). rte_eth_dev_rx_intr_ctl_q() cannot tell:
+ * its ADD answers 0 when the queue is already attached to another epoll
+ * instance (EAL's -EEXIST), and a PMD drops the attachment when the port
+ * stops or makes new interrupt fds when it starts. The probe is an ADD of
+ * the fd with no event: EEXIST if it is there (data NULL, which
+ * rte_epoll_wait skips, while the probe stands).
+ */
+static int
+queue_fd_attached(const struct rxq_src *q)
+{
+	struct epoll_event probe = { .events = 0, .data.ptr = NULL };
+	int fd = rte_eth_dev_rx_intr_ctl_q_get_fd(q->port, q->queue);
+
+	if (fd < 0)
+		return -ENETDOWN;
+	if (epoll_ctl(q->inner_epfd, EPOLL_CTL_ADD, fd, &probe) < 0)
+		return errno == EEXIST ? 1 : -errno;
+	epoll_ctl(q->inner_epfd, EPOLL_CTL_DEL, fd, NULL);
+	return 0;
+}
+
+/* Attach the queue to the source's epoll instance unless it is there. */
+static int
+attach_queue(struct rxq_src *q)
+{
+	int rc = queue_fd_attached(q);
+
+	if (rc != 0)
+		return rc < 0 ? rc : 0;
+	/* queues of a port may share a vector: one attach at a time */
+	rte_spinlock_lock(&port_lock[q->port]);
+	rc = rte_eth_dev_rx_intr_ctl_q(q->port, q->queue, q->inner_epfd, RTE_INTR_EVENT_ADD, q);
+	if (rc == 0)
+		rc = queue_fd_attached(q);
+	rte_spinlock_unlock(&port_lock[q->port]);
+	if (rc == 0) {
+		ETH_LOG(ERR, "port %u Rx queue %u: its interrupt is attached to another epoll "
+			"instance (a vector shared with another queue, or the application's "
+			"rte_eth_dev_rx_intr_ctl_q)", q->port, q->queue);
+		return -EBUSY;
+	}
+	return rc < 0 ? rc : 0;
+}
+
 /* ---- ops ------------------------------------------------------------------ */
 
 static int
@@ -300,11 +349,10 @@ rxq_close(struct evd_source *src)
 		    !rte_eth_dev_is_valid_port(q->port);
 
 	callbacks_off(q, !rte_eth_dev_is_valid_port(q->port));
-	if (!gone) {
-		if (q->attached)
-			rte_eth_dev_rx_intr_ctl_q(q->port, q->queue, q->inner_epfd,
-						  RTE_INTR_EVENT_DEL, NULL);
-	}
+	/* only an attachment that is the source's: the queue's may be another
+	 * epoll instance's, or gone with a restart */
+	if (!gone && q->attached && queue_fd_attached(q) == 1)
+		rte_eth_dev_rx_intr_ctl_q(q->port, q->queue, q->inner_epfd, RTE_INTR_EVENT_DEL, NULL);
 	if (q->kick_fd >= 0) {
 		rte_epoll_ctl(q->inner_epfd, EPOLL_CTL_DEL, q->kick_fd, &q->kick_ev);
 		close(q->kick_fd);
@@ -349,7 +397,11 @@ attach_interrupt(struct rxq_src *q)
 	q->kick_ev.epdata.cb_fun = drain_kick;
 	if (rte_epoll_ctl(q->inner_epfd, EPOLL_CTL_ADD, q->kick_fd, &q->kick_ev) < 0)
 		return -EIO;
+	/* the answer says why a queue has no interrupt (no handle, no vector);
+	 * the check after it, whether it is attached here */
 	rc = rte_eth_dev_rx_intr_ctl_q(q->port, q->queue, q->inner_epfd, RTE_INTR_EVENT_ADD, q);
+	if (rc == 0)
+		rc = attach_queue(q);
 	if (rc < 0)
 		return rc;
 	q->attached = true;

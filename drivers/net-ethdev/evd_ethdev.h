@@ -26,6 +26,9 @@
  *   it is registered.
  * - A PMD whose enable returns -ENOTSUP but that gives an fd (tap) is treated
  *   as always armed, level-readable.
+ * - A queue whose interrupt is attached to another epoll instance (the
+ *   application's rte_eth_dev_rx_intr_ctl_q, or a vector shared with another
+ *   queue) is poll-only.
  * - Enable/disable on the queues of one port are serialised (several PMDs
  *   share one interrupt mask register across queues).
  * - Link up/down and port removal (RTE_ETH_EVENT_INTR_LSC, INTR_RMV,

@@ -218,13 +218,23 @@ cq_legacy_poll(struct evd_source *src, uint16_t budget)
 
 /* ---- arm, fd, ack ---------------------------------------------------------- */
 
+/*
+ * Solicited-only: the CQ is armed, but only for a solicited (or failed)
+ * completion; the others may arrive while the loop sleeps and raise nothing.
+ * The loop takes a plain 0 as the promise of a notification for any
+ * completion after the arm, and checks it after a timeout: completions
+ * found with no event would be counted lost wakeups, each after a wait for
+ * the event. -ENOTSUP tells it not to expect one (a level fd's answer).
+ */
 static int
 cq_arm(struct evd_source *src)
 {
 	struct cq_src *s = (struct cq_src *)src;
 	int rc = ibv_req_notify_cq(s->cq, s->solicited_only);
 
-	return rc == 0 ? 0 : neg_errno(rc);
+	if (rc != 0)
+		return neg_errno(rc);
+	return s->solicited_only ? -ENOTSUP : 0;
 }
 
 static int

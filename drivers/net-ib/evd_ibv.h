@@ -51,7 +51,9 @@ struct evd_ibv_cq_conf {
 	/** Created CQs: IBV_WC_EX_WITH_* fields to read besides byte_len,
 	 * imm_data and qp_num (e.g. IBV_WC_EX_WITH_SRC_QP). */
 	uint64_t wc_flags;
-	/** Arm for solicited completions only while the loop sleeps. */
+	/** Arm for solicited completions only while the loop sleeps: other
+	 * completions wait for the next wake or the sleep bound, which is not
+	 * a lost wakeup (the arm answers -ENOTSUP to the loop). */
 	bool solicited_only;
 	/** ibv_modify_cq() moderation: completions per event (0: leave as is). */
 	uint16_t moderation_count;
