@@ -72,7 +72,11 @@ struct evd_ethdev_stats {
 
 /**
  * Make an Rx queue of a started or configured port a source.
- * Control path, after rte_eth_dev_configure() and the queue's setup.
+ * Control path, after rte_eth_dev_configure() and the queue's setup. For its
+ * Rx interrupt, after rte_eth_dev_start() too: net_tap, vhost and NIC PMDs
+ * set the queues' interrupt vectors up at start, and a source made before
+ * it finds none and stays poll-only (the log says so; it still works, with
+ * bounded sleeps).
  *
  * @return 0; -EINVAL (bad port or queue, a queue not set up where the PMD
  *   answers rte_eth_rx_queue_info_get, NULL handler);
