@@ -8,6 +8,7 @@
  * which drains the interrupt fd by its handle type).
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -253,6 +254,27 @@ attach_queue(struct rxq_src *q)
 	return rc < 0 ? rc : 0;
 }
 
+/*
+ * Whether the queue's fd, readable by its content (tap: no enable), holds a
+ * packet the polls left there. EAL registers Rx interrupt fds edge-triggered
+ * (EPOLLET) in the source's epoll instance, and the ack took the edge: such
+ * a packet raises no readiness again, and the loop would sleep to its bound
+ * on it. net_tap leaves packets so: its Rx burst reads nothing until its Rx
+ * signal's handler has run, on whichever thread took the signal (EAL's
+ * interrupt thread, when the loop's thread blocks it or is not the main
+ * thread), and the fd wakes the loop as the signal is raised: the loop can
+ * poll before that handler runs. The arm then kicks, and the loop polls
+ * again at once, until the handler has run.
+ */
+static bool
+queue_fd_readable(const struct rxq_src *q)
+{
+	struct pollfd p = { .fd = rte_eth_dev_rx_intr_ctl_q_get_fd(q->port, q->queue),
+			    .events = POLLIN };
+
+	return p.fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
+}
+
 /* ---- ops ------------------------------------------------------------------ */
 
 static int
@@ -283,11 +305,23 @@ rxq_arm(struct evd_source *src)
 
 	if (__atomic_load_n(&q->removed, __ATOMIC_ACQUIRE))
 		return -ENODEV;
+	/* a restart since the last arm took the queue's fd out of the source's
+	 * epoll instance: the enable would arm an interrupt nobody waits for */
+	rc = attach_queue(q);
+	if (rc < 0) {
+		EVD_STAT_ADD(q->st.intr_errors, 1);
+		return rc;
+	}
 	rte_spinlock_lock(&port_lock[q->port]);
 	rc = rte_eth_dev_rx_intr_enable(q->port, q->queue);
 	rte_spinlock_unlock(&port_lock[q->port]);
-	if (rc == -ENOTSUP)
-		return -ENOTSUP; /* the fd is readable by content (tap): always armed */
+	if (rc == -ENOTSUP) {
+		/* the fd is readable by content (tap): always armed, but not
+		 * level-triggered for the loop. See queue_fd_readable. */
+		if (queue_fd_readable(q))
+			kick(q);
+		return -ENOTSUP;
+	}
 	if (rc < 0)
 		EVD_STAT_ADD(q->st.intr_errors, 1);
 	return rc;
