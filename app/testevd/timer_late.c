@@ -29,6 +29,7 @@
 
 #include <evd_policy.h>
 
+#include "run.h"
 #include "testevd.h"
 
 #define TL_SLACK_NS 1000ul /* the loop's timer slack (lib/evd/evd_loop.c) */
@@ -37,15 +38,6 @@
 static struct evd_policy_env tl = { .wake_at_ns = { 10000, 100000, 1000000, 10000000 } };
 static enum timer_late_from tl_from = TIMER_LATE_NONE;
 
-static uint64_t
-mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* One timed wait of g ns with nothing to wake it: how long past g it took
  * (0 if it came back early: a signal). */
 static uint64_t
@@ -53,13 +45,13 @@ wait_once(int epfd, uint64_t g, bool *pwait2)
 {
 	struct timespec ts = { .tv_sec = (time_t)(g / 1000000000ull), .tv_nsec = (long)(g % 1000000000ull) };
 	struct epoll_event ev;
-	uint64_t t0 = mono_ns(), t;
+	uint64_t t0 = run_now_ns(), t;
 
 	if (*pwait2 && epoll_pwait2(epfd, &ev, 1, &ts, NULL) < 0 && (errno == ENOSYS || errno == EPERM))
 		*pwait2 = false; /* before Linux 5.11: ppoll keeps the nanoseconds */
 	if (!*pwait2)
 		(void)ppoll(NULL, 0, &ts, NULL);
-	t = mono_ns() - t0;
+	t = run_now_ns() - t0;
 	return t > g ? t - g : 0;
 }
 
