@@ -40,6 +40,14 @@
 		printf("ok %s\n", #fn);                                                   \
 	} while (0)
 
+/* In main(argc, argv) of a test that takes [NAME]: run fn if no NAME was
+ * given or NAME is fn without its "test_". */
+#define TEST_NAMED(fn)                                                                    \
+	do {                                                                              \
+		if (argc < 2 || strcmp(argv[1], #fn + 5) == 0)                            \
+			TEST(fn);                                                         \
+	} while (0)
+
 #define TEST_ARGS(fn, ...)                                                                \
 	do {                                                                              \
 		printf("# %s\n", #fn);                                                    \

@@ -288,18 +288,12 @@ test_env_points_as_doubles(void)
 int
 main(int argc, char **argv)
 {
-#define RUN(fn)                                                                            \
-	do {                                                                               \
-		if (argc < 2 || strcmp(argv[1], #fn + 5) == 0)                             \
-			TEST(fn);                                                          \
-	} while (0)
-	RUN(test_remove_in_detach_consumed);
-	RUN(test_remove_in_detach_pending);
-	RUN(test_remove_in_arm_pass);
-	RUN(test_step_callbacks);
-	RUN(test_step_beside_run);
-	RUN(test_timer_far);
-	RUN(test_env_points_as_doubles);
-#undef RUN
+	TEST_NAMED(test_remove_in_detach_consumed);
+	TEST_NAMED(test_remove_in_detach_pending);
+	TEST_NAMED(test_remove_in_arm_pass);
+	TEST_NAMED(test_step_callbacks);
+	TEST_NAMED(test_step_beside_run);
+	TEST_NAMED(test_timer_far);
+	TEST_NAMED(test_env_points_as_doubles);
 	return 0;
 }

@@ -293,15 +293,9 @@ test_trace_oldest_slot(void)
 int
 main(int argc, char **argv)
 {
-#define RUN(fn)                                                                            \
-	do {                                                                               \
-		if (argc < 2 || strcmp(argv[1], #fn + 5) == 0)                             \
-			TEST(fn);                                                          \
-	} while (0)
-	RUN(test_add_in_repoll);
-	RUN(test_repoll_error);
-	RUN(test_remove_after_poll);
-	RUN(test_trace_oldest_slot);
-#undef RUN
+	TEST_NAMED(test_add_in_repoll);
+	TEST_NAMED(test_repoll_error);
+	TEST_NAMED(test_remove_after_poll);
+	TEST_NAMED(test_trace_oldest_slot);
 	return 0;
 }
