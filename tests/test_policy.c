@@ -235,20 +235,31 @@ first_sleep(struct evd_policy *p, uint64_t now, uint64_t limit)
 	return first_sleep_arg(p, now, limit, NULL);
 }
 
+/* A policy instance of spec that has seen 500 gaps all equal to g, the last
+ * ending at *now (set). */
+static struct evd_policy *
+taught(const char *spec, uint64_t g, uint64_t *now)
+{
+	struct evd_policy *p;
+
+	CHECK_EQ(evd_policy_create(spec, &p), 0);
+	*now = 1000000000ull;
+	for (int i = 0; i < 500; i++) {
+		*now += g;
+		evd_policy_events(p, *now, 1);
+	}
+	return p;
+}
+
 /* Drive a policy instance with gaps all equal to g; return the idle time
  * after which it first decides to sleep (UINT64_MAX: it never does within
  * 10 ms). */
 static uint64_t
 sleep_after(const char *spec, uint64_t g)
 {
-	struct evd_policy *p;
-	uint64_t now = 1000000000ull, t;
+	uint64_t now, t;
+	struct evd_policy *p = taught(spec, g, &now);
 
-	CHECK_EQ(evd_policy_create(spec, &p), 0);
-	for (int i = 0; i < 500; i++) {
-		now += g;
-		evd_policy_events(p, now, 1);
-	}
 	t = first_sleep(p, now, 10000000);
 	evd_policy_destroy(p);
 	return t;
@@ -283,14 +294,9 @@ test_adaptive_learns(void)
 static uint64_t
 sleep_after_burst(const char *spec)
 {
-	struct evd_policy *p;
-	uint64_t now = 1000000000ull, t;
+	uint64_t now, t;
+	struct evd_policy *p = taught(spec, 5000000, &now);
 
-	CHECK_EQ(evd_policy_create(spec, &p), 0);
-	for (int i = 0; i < 500; i++) {
-		now += 5000000;
-		evd_policy_events(p, now, 1);
-	}
 	CHECK_EQ(first_sleep(p, now, 10000000), 0); /* learned: sleep at once */
 	now += 5000000;
 	evd_policy_events(p, now, 8); /* a burst */
