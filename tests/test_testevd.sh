@@ -126,8 +126,10 @@ a = json.load(open(sys.argv[1]))
 h, hc = a[0]["hindsight_ratio"], a[0]["hindsight_context_ratio"]
 assert all(r["hindsight_ratio"] == h and r["hindsight_context_ratio"] == hc for r in a), a
 # a file without T: L stands in for it, and the JSON says so
+# nor C, W and Lc: none (B stands in for C, every wake is L's)
 assert all(r["calibration"] == {"given": True, "b_ns": 5000, "wake_at_ns": [10000, 100000, 1000000, 10000000],
-                                "wake_ns": [16000, 16000, 19000, 25000], "timer_late_from": "L",
+                                "wake_ns": [16000, 16000, 19000, 25000], "timeout_ns": [0, 0],
+                                "window_ns": 0, "cold_wake_ns": 0, "timer_late_from": "L",
                                 "timer_late_ns": [16000, 16000, 19000, 25000]} for r in a), a[0]["calibration"]
 assert hc <= 1.001, f"one threshold per context should match the oracle here: {hc}"
 assert h >= 1.10, f"no single threshold should come near the oracle here: {h}"
@@ -190,6 +192,53 @@ assert t["calibration"]["timer_late_ns"] == [50000, 50000, 60000, 80000], t["cal
 assert l["latency_us"]["p99"] < 20, f"naps priced with L: p99 {l['latency_us']}"
 assert t["latency_us"]["p99"] >= 35, f"naps that end 50 us late: p99 {t['latency_us']}"
 print(f"ok: naps on L: p99 {l['latency_us']['p99']} us; on T: {t['latency_us']['p99']} us")
+PY
+# The host's halt window (the calibration's third line: C 18 and 10 us, Lc
+# 70 us, W 100 us): gaps of 2 ms and 50 us in turn. intr sleeps through
+# each; a 50 us sleep right after a 2 ms one wakes in Lc, not L (16 us), so
+# half its arrivals wait 70 us. The oracle sleeps through each 2 ms gap and
+# spins the 50 us after it: it pays no Lc. Without the line, intr's p99 is
+# L's and the two costs are the old model's.
+python3 -c 'print("2000000\n50000\n" * 1000, end="")' > "$tmp/win.txt"
+python3 -c 'print("1000000\n" * 1000, end="")' > "$tmp/g1ms.txt"
+printf '5000 16000 16000 19000 25000\n50000 50000 60000 80000\n# C(100us) C(1ms) Lc W\n18000 10000 70000 100000\n' \
+	> "$tmp/calW.txt"
+printf '5000 16000 16000 19000 25000\n50000 50000 60000 80000\n' > "$tmp/calNoW.txt"
+check "score, a host window" 0 "$testevd" --score --policy intr --calibration "$tmp/calW.txt" \
+	--trace "$tmp/win.txt" --json "$tmp/win.json"
+check "score, no host window" 0 "$testevd" --score --policy intr --calibration "$tmp/calNoW.txt" \
+	--trace "$tmp/win.txt" --json "$tmp/nowin.json"
+python3 - "$tmp/win.json" "$tmp/nowin.json" <<'PY' || fail=1
+import json, sys
+w, n = (json.load(open(f))[0] for f in sys.argv[1:])
+c = w["calibration"]
+assert c["timeout_ns"] == [18000, 10000] and c["window_ns"] == 100000 and c["cold_wake_ns"] == 70000, c
+assert w["latency_us"]["p99"] >= 65, f"cold wakes: {w['latency_us']}"
+assert n["latency_us"]["p99"] <= 25, f"no window, no cold wake: {n['latency_us']}"
+# intr pays Lc where it paid L: 1000 wakes
+assert w["cost"] > n["cost"] + 1000 * (70000 - 16000) * 0.99, (w["cost"], n["cost"])
+# the oracle: each 2 ms gap slept (B + L(2 ms), 20.8 us), and then, the
+# window shut, each 50 us gap spun (50 us, under B + Lc = 75), not slept
+# (B + L = 21 us, as without the line)
+l2 = 19000 + (25000 - 19000) * 0.30103
+assert abs(w["oracle_cost"] - 1000 * (5000 + l2 + 50000)) < 1000, w["oracle_cost"]
+assert abs(n["oracle_cost"] - 1000 * (5000 + l2 + 5000 + 16000)) < 1000, n["oracle_cost"]
+print(f"ok: host window: intr p99 {w['latency_us']['p99']} us (no window {n['latency_us']['p99']}), "
+      f"ratio {w['competitive_ratio']} ({n['competitive_ratio']})")
+PY
+# a timeout's CPU: learn=0 sleeps bounded at 100 us through 1 ms gaps, a
+# timeout every 150 us (T(100 us) 50 us late); each costs C (18 us) where
+# the line gives it, B (5 us) without
+check "score, a timeout's CPU" 0 "$testevd" --score --policy adaptive:learn=0,spin_pct=0,guard_us=100 \
+	--calibration "$tmp/calW.txt" --trace "$tmp/g1ms.txt" --json "$tmp/toW.json"
+check "score, a timeout's CPU is B" 0 "$testevd" --score --policy adaptive:learn=0,spin_pct=0,guard_us=100 \
+	--calibration "$tmp/calNoW.txt" --trace "$tmp/g1ms.txt" --json "$tmp/toB.json"
+python3 - "$tmp/toW.json" "$tmp/toB.json" <<'PY' || fail=1
+import json, sys
+w, b = (json.load(open(f))[0] for f in sys.argv[1:])
+per_w, per_b = (r["cpu_pct"] / 100 * 1e6 for r in (w, b))  # CPU ns per 1 ms gap
+assert per_b < 60000 and per_w > per_b + 4 * (18000 - 5000), f"C per timeout: {per_w:.0f} against {per_b:.0f} ns a gap"
+print(f"ok: a timeout's CPU: {per_w / 1e3:.1f} us a 1 ms gap with C, {per_b / 1e3:.1f} with B")
 PY
 # per source: two sources in a random order; after source 1 the next gap is
 # 15 us, after source 2 it is 2 ms. The previous gap tells nothing, the

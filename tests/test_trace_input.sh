@@ -95,18 +95,20 @@ cal neg '-1 20000 20000 20000 20000\n'
 cal hex '0x1388 20000 20000 20000 20000\n'
 cal big '5000 20000 20000 20000 18446744073709551615\n'
 cal two '5000 20000 20000 20000 20000\n5000 1 1 1 1\n'
-cal three '5000 20000 20000 20000 20000\n1 1 1 1\n1 1 1 1\n'
+cal four '5000 20000 20000 20000 20000\n1 1 1 1\n0 0 0 0\n1 1 1 1\n'
+cal onec '5000 20000 20000 20000 20000\n1 1 1 1\n17000 0 0 0\n'
+cal wnolc '5000 20000 20000 20000 20000\n1 1 1 1\n0 0 0 100000\n'
 cal tbig '5000 20000 20000 20000 20000\n1 1 1 1000000001\n'
 cal nul '5000 20000 20000 20000 20000\0junk\n'
 cal zero '0 20000 20000 20000 20000\n'
-for c in neg hex big two three tbig nul zero; do
+for c in neg hex big two four onec wnolc tbig nul zero; do
 	timeout 60 "$testevd" --no-progress --score --calibration "$tmp/$c.cal" --trace poisson --events 10 \
 		>"$tmp/out" 2>"$tmp/err"
 	rc=$?
-	if [ $rc -ne 2 ] || ! grep -q "calibration .*line [123]:" "$tmp/err"; then
+	if [ $rc -ne 2 ] || ! grep -q "calibration .*line [1-4]:" "$tmp/err"; then
 		echo "FAIL: calibration '$c': status $rc"; cat "$tmp/err"; fail=1
 	else
-		echo "ok: calibration '$c' refused: $(grep -o 'line [123]: [^;]*' "$tmp/err")"
+		echo "ok: calibration '$c' refused: $(grep -o 'line [1-4]: [^;]*' "$tmp/err")"
 	fi
 done
 # a comment line longer than any buffer, ending in numbers: still a comment

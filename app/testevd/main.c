@@ -54,15 +54,20 @@ has_opt(int argc, char **argv, const char *const *names)
 
 /* --calibration FILE: a line "B L(10us) L(100us) L(1ms) L(10ms)" in ns, and
  * optionally a second "T(10us) T(100us) T(1ms) T(10ms)" (how late a timed
- * wait ends: --score's naps and timeouts; without it L stands in), with
- * '#' comments and blank lines, as --save-calibration writes them. Anything
- * else is refused, with the line: a third line of numbers, a sign, a value
- * out of range (B 1 ns to 10 ms, L and T up to 1 s: the most a machine's
- * sleep or wake can plausibly cost; beyond, the model's figures overflow). */
+ * wait ends: --score's naps and timeouts; without it L stands in), and
+ * after it optionally a third "C(100us) C(1ms) Lc W" (a timeout's CPU, 0 0
+ * for B; the host's halt window W, a sleep within it after a longer one
+ * waking in Lc, 0 0 for none: evd_policy_env), with '#' comments and blank
+ * lines, as --save-calibration writes them. Anything else is refused, with
+ * the line: a fourth line of numbers, a sign, a value out of range (B 1 ns
+ * to 10 ms, the others up to 1 s: the most a machine's sleep or wake can
+ * plausibly cost; beyond, the model's figures overflow), a C at one point
+ * only, a W without its Lc. */
 #define CAL_B_MAX_NS 10000000ull
 #define CAL_L_MAX_NS 1000000000ull
 #define CAL_FORMAT "a line of 5 numbers in ns, B L(10us) L(100us) L(1ms) L(10ms), then " \
-	"optionally one of 4, T(10us) T(100us) T(1ms) T(10ms)"
+	"optionally one of 4, T(10us) T(100us) T(1ms) T(10ms), then optionally one of 4, " \
+	"C(100us) C(1ms) Lc W"
 
 /* n unsigned numbers in ns from p into v, the first a B if @p b; NULL or why not. */
 static const char *
@@ -79,7 +84,7 @@ calibration_numbers(const char *p, int n, bool b, unsigned long long *v)
 		if (strchr(" \t\r\n", *end) == NULL) /* also "0x10", "5e3" */
 			return n == 5 ? "expected 5 unsigned numbers in ns" : "expected 4 unsigned numbers in ns";
 		if (errno != 0 || v[k] > (b && k == 0 ? CAL_B_MAX_NS : CAL_L_MAX_NS) || (b && k == 0 && v[k] == 0))
-			return "a value out of range (B from 1 ns to 10 ms, L and T up to 1 s)";
+			return "a value out of range (B from 1 ns to 10 ms, the others up to 1 s)";
 		p = end;
 	}
 	if (p[strspn(p, " \t\r\n")] != '\0')
@@ -92,7 +97,7 @@ static int
 calibration_load(const char *path)
 {
 	struct evd_policy_env e = { .wake_at_ns = { 10000, 100000, 1000000, 10000000 } };
-	unsigned long long v[5], tv[4];
+	unsigned long long v[5], tv[4], xv[4];
 	char *line = NULL;
 	size_t cap = 0, lineno = 0;
 	FILE *f = fopen(path, "r");
@@ -114,11 +119,14 @@ calibration_load(const char *path)
 		}
 		if (*p == '#' || *p == '\0')
 			continue;
-		if (got == 2) {
-			why = "a third line of numbers (B and the 4 L, then the 4 T)";
+		if (got == 3) {
+			why = "a fourth line of numbers (B and the 4 L, then the 4 T, then C C Lc W)";
 			break;
 		}
-		why = got == 0 ? calibration_numbers(p, 5, true, v) : calibration_numbers(p, 4, false, tv);
+		why = got == 0 ? calibration_numbers(p, 5, true, v)
+			       : calibration_numbers(p, 4, false, got == 1 ? tv : xv);
+		if (why == NULL && got == 2 && ((xv[0] == 0) != (xv[1] == 0) || (xv[3] != 0 && xv[2] == 0)))
+			why = "C(100us) and C(1ms) both 0 or neither, and W only with its Lc";
 		got += why == NULL;
 	}
 	free(line);
@@ -135,12 +143,25 @@ calibration_load(const char *path)
 	e.sleep_wake_ns = v[0];
 	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++)
 		e.wake_ns[k] = v[k + 1];
+	if (got == 3) {
+		if (xv[0] != 0) {
+			e.timeout_at_ns[0] = 100000;
+			e.timeout_at_ns[1] = 1000000;
+			e.timeout_ns[0] = xv[0];
+			e.timeout_ns[1] = xv[1];
+			/* T at those points: the second line's (L stands in for 0) */
+			e.timeout_late_ns[0] = tv[1];
+			e.timeout_late_ns[1] = tv[2];
+		}
+		e.cold_wake_ns = xv[2];
+		e.window_ns = xv[3];
+	}
 	rc = evd_policy_env_set(&e);
 	if (rc < 0) {
 		fprintf(stderr, "testevd: --calibration %s: %s\n", path, strerror(-rc));
 		return EXIT_RUNTIME;
 	}
-	if (got == 2) {
+	if (got >= 2) {
 		uint64_t t[EVD_ENV_WAKE_POINTS];
 
 		for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++)
@@ -170,8 +191,12 @@ calibration_save(const char *path)
 	fprintf(f, "# evd calibration (ns): B, then the wake latency L after 10 us, 100 us, 1 ms, 10 ms\n"
 		"%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n"
 		"# how late a timed wait ends, T, after 10 us, 100 us, 1 ms, 10 ms (naps, timeouts)\n"
+		"%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n"
+		"# a timeout's CPU C after 100 us, 1 ms (0 0: B stands in); a sleep within the host's\n"
+		"# halt window W after a longer one wakes in Lc (W 0: no window)\n"
 		"%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", e->sleep_wake_ns,
-		e->wake_ns[0], e->wake_ns[1], e->wake_ns[2], e->wake_ns[3], t[0], t[1], t[2], t[3]);
+		e->wake_ns[0], e->wake_ns[1], e->wake_ns[2], e->wake_ns[3], t[0], t[1], t[2], t[3],
+		e->timeout_ns[0], e->timeout_ns[1], e->cold_wake_ns, e->window_ns);
 	if (fclose(f) != 0) {
 		fprintf(stderr, "testevd: --save-calibration %s: %s\n", path, strerror(errno));
 		return EXIT_RUNTIME;

@@ -14,22 +14,32 @@
  *         on a VM well over L for short waits (45 against 11 us here);
  *   p     the time of one empty poll round (100 ns); the round in which
  *         the arrival comes serves it, so spinning through a gap costs g.
+ *   C(g)  the CPU price of a timed wait of g that ends by its timeout (the
+ *         library's calibration, at 100 us and 1 ms; B where not given):
+ *         a timer wake costs more than an eventfd's on a VM, 18 against
+ *         5.6 us here at 100 us;
+ *   W, Lc the host's halt window: a notified sleep of at most W after a
+ *         halt (sleep, timeout, nap) longer than W wakes in Lc, not L (the
+ *         host stopped polling the halted vCPU; 72 against 10.8 us here
+ *         at 100 us). W 0: no window, every wake is L's.
  * Per idle gap g: spinning through it costs g of CPU and adds no latency;
  * sleeping after t costs t + B of CPU and adds L(g - t) of latency. A sleep
- * that ends by its timeout (l3fwd's 10 ms, adaptive's pre-wake and guard) costs B and
+ * that ends by its timeout (l3fwd's 10 ms, adaptive's pre-wake and guard) costs C and
  * the loop runs again T(timeout) after it; an arrival in between waits, and
  * is served at that wake as at a nap's end (below).
  * cost = CPU + lambda x added latency; with a latency budget (--budget-us),
  * latency up to the budget is free: lambda x max(0, added - budget).
  * A nap (a timed wait with nothing armed: software interrupt moderation)
- * costs B and ends T(nap) after its length; what arrived meanwhile is
+ * costs C and ends T(nap) after its length; what arrived meanwhile is
  * served together at its end, each arrival waiting from its own time, and
  * the loop's next gap starts there. (A notified sleep's latency is not
  * carried over into the next gap: the gaps are the trace's, as the
  * oracle's are. A timeout's is, as a nap's: the oracle sets no timers.)
  * The oracle takes, per gap, the cheapest of spinning through, sleeping at
  * once, and spinning then sleeping: the actions of the ski-rental problem
- * (spin or block). It sets
+ * (spin or block); with a halt window, over the whole trace at once (a
+ * sleep over W makes the next short one wake in Lc: two states, warm and
+ * cold, the cheapest path through them). It sets
  * no timers; a policy that does (adaptive's pre-wake, for loops that price
  * latency above CPU) can cost less than it on periodic traces, a ratio
  * under 1. The competitive ratio is a policy's total cost over the
@@ -68,12 +78,6 @@ calibrate(void)
 		timer_late_from_l(env);
 }
 
-static double
-wake_latency(uint64_t g)
-{
-	return evd_policy_env_wake_ns(env, g);
-}
-
 /* The priced part of an added latency: what exceeds the budget. */
 static double
 over(double late)
@@ -86,16 +90,52 @@ over(double late)
  * sleep (t + B + lambda L(g - t)). L is piecewise linear in log g, so the
  * minimum over t lies at t = 0 or where g - t is a calibration point.
  */
+/* A notified sleep of g after a halt of prev (UINT64_MAX: none yet, warm). */
 static double
-oracle(uint64_t g, double lambda)
+wake_after(uint64_t g, uint64_t prev)
 {
-	double best = fmin((double)g, b_ns + lambda * over(wake_latency(g)));
+	return evd_policy_env_wake_after_ns(env, g, prev);
+}
 
-	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++)
-		if (env->wake_at_ns[k] < g)
-			best = fmin(best, (double)(g - env->wake_at_ns[k]) + b_ns +
-					  lambda * over((double)env->wake_ns[k]));
-	return best;
+/* ... one of a halt of this length: a state of the window (UINT64_MAX or
+ * 0: warm; past W: cold) */
+#define WARM 0
+#define COLD UINT64_MAX - 1
+
+/*
+ * The oracle's step over one gap g: from the cheapest costs of ending the
+ * gaps before in the warm and the cold state (oc[0], oc[1]), those of
+ * ending this one in each. Spun through, the state stays; a sleep of s
+ * (after spinning g - s) ends warm if s <= W, else cold. Where there is no
+ * window both states are one (W 0: every wake is L's, every sleep warm).
+ */
+static void
+oracle_step(double oc[2], uint64_t g, double lambda)
+{
+	uint64_t w = env->window_ns;
+	double next[2] = { INFINITY, INFINITY };
+
+	for (int from = 0; from < 2; from++) {
+		uint64_t prev = from ? COLD : WARM;
+
+		if (isinf(oc[from]))
+			continue;
+		next[from] = fmin(next[from], oc[from] + (double)g);
+		/* s = g, or a calibration point or W under g: the minimum over
+		 * s lies at one (L piecewise linear in log s; the cold price
+		 * flat up to W) */
+		for (int k = -2; k < EVD_ENV_WAKE_POINTS; k++) {
+			uint64_t s = k == -2 ? g : k == -1 ? w : env->wake_at_ns[k];
+			double c;
+
+			if (s == 0 || s > g || (k >= -1 && s == g))
+				continue;
+			c = oc[from] + (double)(g - s) + b_ns + lambda * over(wake_after(s, prev));
+			next[w != 0 && s > w] = fmin(next[w != 0 && s > w], c);
+		}
+	}
+	oc[0] = next[0];
+	oc[1] = next[1];
 }
 
 /*
@@ -152,18 +192,27 @@ hindsight(const struct trace *t, double lambda, double oracle_cost, struct hinds
 	uint32_t ids[HS_SOURCES];
 	int n_ids = 0;
 	double all_best = INFINITY, ctx_sum = 0, th[HS_T];
+	uint64_t halt[HS_T]; /* each threshold's last sleep: the window's state */
 
 	if (c == NULL)
 		return -ENOMEM;
-	for (int j = 0; j < HS_T; j++)
+	for (int j = 0; j < HS_T; j++) {
 		th[j] = hs_t(j);
+		halt[j] = WARM;
+	}
 	for (size_t i = 0; i < t->n; i++) {
 		double g = (double)t->gap_ns[i];
 
-		for (int j = 0; j < HS_T; j++)
-			c[ctx][j] += g <= th[j] ? g
-					       : th[j] + b_ns +
-							 lambda * over(wake_latency((uint64_t)(g - th[j])));
+		for (int j = 0; j < HS_T; j++) {
+			uint64_t sl = (uint64_t)(g - th[j]);
+
+			if (g <= th[j]) {
+				c[ctx][j] += g;
+				continue;
+			}
+			c[ctx][j] += th[j] + b_ns + lambda * over(wake_after(sl, halt[j]));
+			halt[j] = sl;
+		}
 		ctx = hs_context(t->gap_ns[i]) + HS_GAPS * hs_source(ids, &n_ids, t->source[i]);
 	}
 	for (int j = 0; j < HS_T; j++) {
@@ -209,6 +258,7 @@ us_or_never(double ns, char *buf, size_t len)
 struct score {
 	char policy[TESTEVD_POLICY_MAX];
 	double cost, oracle_cost, cpu_ns, total_ns;
+	double oc[2]; /* the oracle's cheapest so far ending warm, cold */
 	uint64_t switches, sleeps, naps, events;
 	struct hist lat;
 	/* --timeline: per window of the trace's time */
@@ -243,7 +293,8 @@ served(struct score *s, double lambda, uint64_t gap, uint64_t late)
 {
 	s->total_ns += (double)gap;
 	s->tl_arrivals[RTE_MIN((int)(s->total_ns / s->tl_window_ns), TL_WINDOWS - 1)]++;
-	s->oracle_cost += oracle(gap, lambda);
+	oracle_step(s->oc, gap, lambda);
+	s->oracle_cost = fmin(s->oc[0], s->oc[1]);
 	s->cost += lambda * over((double)late);
 	hist_add(&s->lat, late);
 	s->events++;
@@ -256,6 +307,7 @@ simulate(const char *spec, const struct trace *t, double lambda, struct score *s
 	struct evd_policy *p;
 	uint64_t now = 1000000000ull; /* the arrival that ended the last gap */
 	uint64_t carry = 0;           /* the loop resumed this long after it (a nap's end) */
+	uint64_t halt = WARM;         /* the last halt's length (sleep, timeout, nap) */
 	uint32_t batch = 1;           /* arrivals the last round served */
 	int rc = evd_policy_create(spec, &p);
 	int mode = EVD_MODE_POLL;
@@ -264,6 +316,7 @@ simulate(const char *spec, const struct trace *t, double lambda, struct score *s
 	if (rc < 0)
 		return rc;
 	memset(s, 0, sizeof(*s));
+	s->oc[1] = INFINITY; /* the oracle starts warm */
 	snprintf(s->policy, sizeof(s->policy), "%s", spec);
 	for (size_t i = 0; i < t->n; i++) {
 		s->tl_window_ns += (double)t->gap_ns[i];
@@ -325,10 +378,12 @@ simulate(const char *spec, const struct trace *t, double lambda, struct score *s
 				 * (its timer's lateness), whatever arrived meanwhile */
 				uint64_t d = RTE_MIN(arg ? arg : 1000, MAX_SLEEP_NS); /* the loop's bound */
 				uint64_t back = d + (uint64_t)timer_late_ns(d);
+				double c = evd_policy_env_timeout_ns(env, d);
 
 				s->naps++;
-				cpu += b_ns;
-				tl_add(s->tl_cpu, s->tl_window_ns, t0 + (double)tt, b_ns);
+				halt = d;
+				cpu += c;
+				tl_add(s->tl_cpu, s->tl_window_ns, t0 + (double)tt, c);
 				tl_add(s->tl_sleep, s->tl_window_ns, t0 + (double)tt, (double)back);
 				evd_policy_wake(p, start + tt + back, back, EVD_WAKE_TIMEOUT);
 				if (tt + back >= g) {
@@ -341,11 +396,15 @@ simulate(const char *spec, const struct trace *t, double lambda, struct score *s
 			} else {
 				uint64_t bound = arg && arg < MAX_SLEEP_NS ? arg : MAX_SLEEP_NS;
 
+				/* B, or C where it ends by its timeout */
+				double c = g - tt <= bound ? b_ns : evd_policy_env_timeout_ns(env, bound);
+
 				s->sleeps++;
-				cpu += b_ns;
-				tl_add(s->tl_cpu, s->tl_window_ns, t0 + (double)tt, b_ns);
+				cpu += c;
+				tl_add(s->tl_cpu, s->tl_window_ns, t0 + (double)tt, c);
 				if (g - tt <= bound) {
-					late = (uint64_t)wake_latency(g - tt);
+					late = (uint64_t)wake_after(g - tt, halt);
+					halt = g - tt;
 					evd_policy_wake(p, start + g, g - tt, EVD_WAKE_NOTIFY);
 					tl_add(s->tl_sleep, s->tl_window_ns, t0 + (double)tt, (double)(g - tt));
 					tt = g;
@@ -354,6 +413,7 @@ simulate(const char *spec, const struct trace *t, double lambda, struct score *s
 					 * again T(bound) after the timeout */
 					uint64_t back = bound + (uint64_t)timer_late_ns(bound);
 
+					halt = bound;
 					evd_policy_wake(p, start + tt + back, bound, EVD_WAKE_TIMEOUT);
 					tl_add(s->tl_sleep, s->tl_window_ns, t0 + (double)tt,
 					       (double)RTE_MIN(back, g - tt));

@@ -160,6 +160,11 @@ report_calibration(FILE *f)
 		"10 ms: %.1f %.1f %.1f %.1f us\n", given ? "given by --calibration" : "measured at start",
 		(double)e->sleep_wake_ns / 1e3, (double)e->wake_ns[0] / 1e3,
 		(double)e->wake_ns[1] / 1e3, (double)e->wake_ns[2] / 1e3, (double)e->wake_ns[3] / 1e3);
+	fprintf(f, "  timeout CPU C after 100 us, 1 ms: %.1f %.1f us%s; host halt window %.0f us "
+		"(a sleep within it after a longer one wakes in %.1f us)%s\n",
+		evd_policy_env_timeout_ns(e, 100000) / 1e3, evd_policy_env_timeout_ns(e, 1000000) / 1e3,
+		e->timeout_ns[0] == 0 ? " (B's: not measured)" : "", (double)e->window_ns / 1e3,
+		(double)e->cold_wake_ns / 1e3, e->window_ns == 0 ? ", none" : "");
 }
 
 void
@@ -220,7 +225,9 @@ report_json_calibration(FILE *f)
 	fputs("], \"wake_ns\": [", f);
 	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++)
 		fprintf(f, "%s%" PRIu64, k ? ", " : "", e->wake_ns[k]);
-	fputc(']', f);
+	fprintf(f, "], \"timeout_ns\": [%" PRIu64 ", %" PRIu64 "], \"window_ns\": %" PRIu64
+		", \"cold_wake_ns\": %" PRIu64, e->timeout_ns[0], e->timeout_ns[1], e->window_ns,
+		e->cold_wake_ns);
 	from = timer_late_get(t);
 	if (from != TIMER_LATE_NONE) { /* --score's: how late naps and timeouts end */
 		fprintf(f, ", \"timer_late_from\": \"%s\", \"timer_late_ns\": [",

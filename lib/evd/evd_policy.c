@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -207,11 +208,24 @@ struct adaptive {
 	int ctx;                      /* the context of the gap under way */
 	uint64_t threshold_ns;        /* for the gap under way */
 	uint64_t ctx_threshold[CONTEXTS];
-	uint64_t ctx_guard[CONTEXTS]; /* guard_us unset: the bound on its sleeps, or UINT64_MAX */
+	uint64_t ctx_guard[CONTEXTS]; /* guard_us unset: the bound on its sleeps, or UINT64_MAX... */
+	uint64_t ctx_guard_span[CONTEXTS]; /* ...for this long past the threshold */
 	uint64_t guard_for_ns;        /* guard_us=N: bound the sleeps while idle under this */
 	uint32_t ctx_own;             /* contexts whose threshold is their own (not pooled) */
 	uint64_t pooled_ns;           /* the threshold of all contexts together */
-	uint64_t pooled_guard;        /* guard_us unset: the bound of all contexts together */
+	uint64_t pooled_guard;        /* guard_us unset: the bound of all contexts together... */
+	uint64_t pooled_guard_span;   /* ...and its span */
+	/* the host's halt window (env->window_ns): a sleep within it after a
+	 * longer one wakes in cold_wake_ns, not L */
+	bool window;
+	bool cold;                    /* the last halt outlasted W (on_wake) */
+	bool cold_gap;                /* the gap under way began cold: the cold rules */
+	uint64_t asked_ns;            /* the last sleep's or nap's bound (0: none) */
+	double pen[GAP_CONTEXTS];     /* per class of a gap: what starting it cold adds */
+	double cdf[GAP_CONTEXTS][GAP_BINS]; /* per class: P(the gap after one of it < bin i's top) */
+	uint64_t ctx_threshold_cold[CONTEXTS]; /* the contexts' rules for a cold start */
+	uint64_t ctx_guard_cold[CONTEXTS], ctx_guard_span_cold[CONTEXTS];
+	uint64_t pooled_cold_ns, pooled_guard_cold, pooled_guard_span_cold;
 	uint32_t idle_left;           /* idle gaps (the loop had to decide) to the next update */
 	uint64_t young_buy_ns;        /* while young: the price of a sleep, B + lambda L */
 	uint64_t next_decay;          /* samples at the next halving: 4096, then +4096 */
@@ -242,7 +256,9 @@ struct adaptive {
 	/* cost[j][i]: the cost of threshold j (edge j; 0: sleep at once; GAP_BINS:
 	 * never) for a gap in bin i; computed once, so an update is sums only */
 	double cost[GAP_BINS + 1][GAP_BINS];
+	double cost_cold[GAP_BINS + 1][GAP_BINS]; /* with a window: the sleep's wake cold */
 	uint64_t t_ns[GAP_BINS + 1];
+	double bv[GAP_BINS];          /* bin_value(i) */
 };
 
 static int
@@ -325,15 +341,40 @@ wake_lat(const struct adaptive *a, uint64_t g)
 	return wake_interp(a->env, a->log_at, g);
 }
 
-/* The model's cost of a gap g under threshold t: spun through (g <= t),
- * or t spun, then a sleep (B) and its priced wake latency. */
+/* L of a sleep of g after a halt of @p prev (the window's state: a halt
+ * past W makes a sleep within W wake in cold_wake_ns). */
 static double
-model_cost(const struct adaptive *a, double g, double t)
+wake_lat_after(const struct adaptive *a, double g, double prev)
+{
+	double l = wake_lat(a, (uint64_t)g), w = (double)a->env->window_ns;
+
+	return a->window && g <= w && prev > w ? fmax(l, (double)a->env->cold_wake_ns) : l;
+}
+
+/* The model's cost of a gap g under threshold t: spun through (g <= t),
+ * or t spun, then a sleep (B) and its priced wake latency (cold: after a
+ * halt past the window). */
+static double
+model_cost_at(const struct adaptive *a, double g, double t, bool cold)
 {
 	if (g <= t)
 		return g;
 	return t + (double)a->env->sleep_wake_ns +
-	       a->lambda * priced(a, wake_lat(a, (uint64_t)(g - t)));
+	       a->lambda * priced(a, wake_lat_after(a, g - t, cold ? INFINITY : 0));
+}
+
+static double
+model_cost(const struct adaptive *a, double g, double t)
+{
+	return model_cost_at(a, g, t, false);
+}
+
+/* With a window: what a sleep past W after threshold t in a gap g adds to
+ * the gap after it (which then starts cold), else 0. */
+static double
+window_pen(const struct adaptive *a, double g, double t)
+{
+	return a->window && g - t > (double)a->env->window_ns ? a->pen[gap_context((uint64_t)g)] : 0;
 }
 
 /* The cost table of the model: per threshold and gap bin. */
@@ -344,14 +385,35 @@ cost_table(struct adaptive *a)
 		double t = j == 0 ? 0 : j == GAP_BINS ? INFINITY : bin_edge(j);
 
 		a->t_ns[j] = j == GAP_BINS ? UINT64_MAX : (uint64_t)t;
-		for (int i = 0; i < GAP_BINS; i++)
-			a->cost[j][i] = model_cost(a, bin_value(i), t);
+		for (int i = 0; i < GAP_BINS; i++) {
+			a->bv[i] = bin_value(i);
+			a->cost[j][i] = model_cost(a, a->bv[i], t);
+			if (a->window)
+				a->cost_cold[j][i] = model_cost_at(a, a->bv[i], t, true);
+		}
 	}
 }
 
-/* The threshold with the least expected cost over a histogram. */
+/* With a window: the cost of threshold j on a gap in bin i that starts
+ * @p cold or warm, and what the next gap pays for starting cold where this
+ * one leaves the window shut: after a sleep past W, or, shut already,
+ * after none (spinning does not open it; only a halt within it does). */
+static inline double
+window_cost(const struct adaptive *a, int j, int i, bool cold)
+{
+	double g = a->bv[i], t = (double)a->t_ns[j];
+	double c = cold ? a->cost_cold[j][i] : a->cost[j][i];
+
+	if (g - t > (double)a->env->window_ns || (cold && g <= t))
+		c += a->pen[gap_context((uint64_t)g)];
+	return c;
+}
+
+/* The threshold with the least expected cost over a histogram (with a
+ * window, for a gap that starts @p cold or warm: window_cost), and that
+ * cost in *least if not NULL. */
 static uint64_t
-best_threshold(const struct adaptive *a, const double *w)
+best_threshold_at(const struct adaptive *a, const double *w, bool cold, double *least)
 {
 	double best = INFINITY;
 	uint64_t best_t = 0;
@@ -368,14 +430,27 @@ best_threshold(const struct adaptive *a, const double *w)
 	for (int j = 0; j <= last && a->t_ns[j] <= a->cap_ns; j++) {
 		double cost = 0;
 
-		for (int k = 0; k < n; k++)
-			cost += w[nz[k]] * a->cost[j][nz[k]];
+		if (!a->window) {
+			for (int k = 0; k < n; k++)
+				cost += w[nz[k]] * a->cost[j][nz[k]];
+		} else {
+			for (int k = 0; k < n; k++)
+				cost += w[nz[k]] * window_cost(a, j, nz[k], cold);
+		}
 		if (cost < best) {
 			best = cost;
 			best_t = a->t_ns[j];
 		}
 	}
+	if (least != NULL)
+		*least = best;
 	return RTE_MIN(best_t, a->cap_ns);
+}
+
+static uint64_t
+best_threshold(const struct adaptive *a, const double *w, bool cold)
+{
+	return best_threshold_at(a, w, cold, NULL);
 }
 
 /* P(gap >= y) for one source's own gaps, from its survival table (each
@@ -424,7 +499,7 @@ sup_threshold(const struct adaptive *a, uint64_t start)
 		s_prev = sx;
 	}
 	p[GAP_BINS - 1] = s_prev;
-	return best_threshold(a, p);
+	return best_threshold(a, p, false);
 }
 
 /* The sources the superposition takes: @p mask when it holds two or more
@@ -508,70 +583,177 @@ sup_choose(struct adaptive *a)
 	}
 }
 
-/* The bounds guard_pick weighs, besides none. */
+/* The bounds guard_pick weighs, besides none (and the window's, W). */
 static const uint64_t guard_try_ns[] = { 1000000, 2000000, 3000000, 5000000, 10000000 };
+#define GUARD_TRIES (RTE_DIM(guard_try_ns) + 1)
 
-/* The model's cost of a gap g (longer than the threshold t) when the
- * sleeps are bounded at G for guard_wakes timeouts: t spun, a sleep (B),
- * and one more B for each timeout before the arrival; the arrival waits L
- * of the last sleep only. With no timeout (g - t < G) that is the cost
- * unbounded, @p none, which the caller has already. */
-static double
-guard_cost(const struct adaptive *a, double g, double t, double G, double none)
+/* A bound guard_pick weighs: G, its timeout's CPU C(G), its cycle G + T(G)
+ * (the loop runs again T(G) after the timeout), and the timeouts a gap
+ * gets: as many C as the priced L of the longest sleep, the most they can
+ * save on it. */
+struct guard_try {
+	double G, c, cycle, wakes;
+};
+
+static void
+guard_try_at(const struct adaptive *a, uint64_t G, struct guard_try *g)
 {
-	double s = g - t, k = floor(s / G);
+	g->G = (double)G;
+	g->c = fmax(evd_policy_env_timeout_ns(a->env, G), 1.0);
+	g->cycle = g->G + evd_policy_env_timeout_late_ns(a->env, G);
+	g->wakes = fmin(floor(a->lambda * priced(a, (double)a->env->wake_ns[EVD_ENV_WAKE_POINTS - 1]) /
+			      g->c), (double)a->guard_wakes);
+}
 
-	if (k < 1)
+/* The priced wait of an arrival the loop serves x late (a timeout's
+ * lateness) at the end of a gap g, and of those that come after it
+ * meanwhile: with F the chance that the gap after one like g is under x
+ * (the histogram of the gaps that followed gaps of g's class), about
+ * F / (1 - F) of them, each waiting about x / 2. (Without the window's
+ * figures, none: the arrival alone.) */
+static double
+late_cost(const struct adaptive *a, double g, double x)
+{
+	double f = a->window ? fmin(a->cdf[gap_context((uint64_t)g)][gap_bin((uint64_t)x)], 0.9) : 0;
+
+	return priced(a, x) * (1 + 0.5 * f / (1 - f));
+}
+
+/*
+ * The model's cost of a gap g (t spun, then s = g - t asleep) when the
+ * sleeps are bounded at G for at most g->wakes timeouts. Each timeout
+ * costs C(G) and the loop runs again T(G) after it: k whole cycles of
+ * G + T(G) pass, then the arrival comes either within the next sleep
+ * (B, the wake latency of a sleep r after a halt of G: cold within the
+ * window after a G past it) or during the next timeout's lateness (C, it
+ * waits for the loop). After the last timeout the sleep is unbounded. A
+ * last halt past the window adds window_pen. With no timeout (s <= G)
+ * that is the cost unbounded, @p none, which the caller has already.
+ */
+static double
+guard_cost(const struct adaptive *a, double g, double t, const struct guard_try *b, double none)
+{
+	double s = g - t, k = floor(s / b->cycle), r, w = (double)a->env->window_ns;
+	double B = (double)a->env->sleep_wake_ns, pen = a->window ? a->pen[gap_context((uint64_t)g)] : 0;
+
+	if (s <= b->G)
 		return none;
-	if (k > (double)a->guard_wakes)
-		k = (double)a->guard_wakes;
-	return t + (double)a->env->sleep_wake_ns * (1 + k) +
-	       a->lambda * priced(a, wake_lat(a, (uint64_t)(s - k * G)));
+	if (k >= b->wakes)
+		k = b->wakes;
+	r = s - k * b->cycle;
+	if (k == b->wakes || r <= b->G)
+		return t + k * b->c + B + a->lambda * priced(a, wake_lat_after(a, r, b->G)) +
+		       (a->window && r > w ? pen : 0);
+	return t + (k + 1) * b->c + a->lambda * late_cost(a, g, b->cycle - r) +
+	       (a->window && b->G > w ? pen : 0);
 }
 
 /*
  * guard_us unset: bound the sleeps or not, as the model says. Where the
  * wake latency grows with the time asleep (L of the calibration), a sleep
- * cut short by a timeout every G trades a B per timeout for the latency
- * of a shorter sleep. A gap gets at most guard_wakes timeouts, as many B
- * as the priced latency of the longest sleep (the most they can save on
- * it): a gap far longer than the histogram foretold (a silence) costs at
- * most that, not a B every G for the loop's whole window. Per context,
- * over its histogram (or all contexts', while its own is young) and with
- * its threshold, the expected cost of each bound in guard_try_ns and of
- * none; the least wins. Gaps too short for a timeout cost the same under
- * every bound and are left out.
+ * cut short by a timeout every G trades a C per timeout for the latency
+ * of a shorter sleep; where the host has a halt window, a bound within it
+ * (W) keeps every wake warm, the next gap's too. A gap gets at most
+ * g->wakes timeouts: a gap far longer than the histogram foretold (a
+ * silence) costs at most that, not a C every G for the loop's whole
+ * window. Per context, over its histogram (or all contexts', while its
+ * own is young), with its threshold, for a gap that starts @p cold or
+ * warm, the expected cost of each bound and of none; the least wins, and
+ * *span says how long past the threshold it bounds. Gaps too short for a
+ * timeout cost the same under every bound and are left out.
  */
 static uint64_t
-guard_pick(const struct adaptive *a, const double *w, uint64_t thr)
+guard_pick(const struct adaptive *a, const double *w, uint64_t thr, bool cold, uint64_t *span)
 {
-	double cost[RTE_DIM(guard_try_ns) + 1] = { 0 }, least, t = (double)thr;
-	uint64_t best = UINT64_MAX;
+	double cost[GUARD_TRIES + 1] = { 0 }, least, t = (double)thr;
+	struct guard_try b[GUARD_TRIES];
+	int nb = 0, best = -1;
 
+	*span = 0;
+	/* (a bound whose timeout costs more than the priced L it could save
+	 * gets no timeout: left out) */
+	if (a->window)
+		guard_try_at(a, a->env->window_ns, &b[nb]), nb += b[nb].wakes >= 1;
+	for (size_t k = 0; k < RTE_DIM(guard_try_ns); k++)
+		guard_try_at(a, guard_try_ns[k], &b[nb]), nb += b[nb].wakes >= 1;
+	if (nb == 0)
+		return UINT64_MAX;
 	/* gaps shorter than the threshold and the least bound have no
 	 * timeout, the same cost under every bound: start above them (a
 	 * threshold of never leaves none) */
-	if (thr >= UINT64_MAX - guard_try_ns[0])
+	if (thr >= UINT64_MAX - (uint64_t)b[0].G)
 		return UINT64_MAX;
-	for (int i = gap_bin(thr + guard_try_ns[0]); i < GAP_BINS; i++) {
+	for (int i = gap_bin(thr + (uint64_t)b[0].G); i < GAP_BINS; i++) {
 		double g, none;
 
 		/* a bin halved to under 1 % of a gap weighs nothing here (the
 		 * halving never empties one): not worth a wake latency's log */
-		if (w[i] < 0.01 || (g = bin_value(i)) <= t + (double)guard_try_ns[0])
+		if (w[i] < 0.01 || (g = a->bv[i]) <= t + b[0].G)
 			continue;
-		none = model_cost(a, g, t);
+		none = model_cost_at(a, g, t, cold) + window_pen(a, g, t);
 		cost[0] += w[i] * none;
-		for (size_t k = 0; k < RTE_DIM(guard_try_ns); k++)
-			cost[k + 1] += w[i] * guard_cost(a, g, t, (double)guard_try_ns[k], none);
+		for (int k = 0; k < nb; k++)
+			cost[k + 1] += w[i] * (b[k].G < g - t ? guard_cost(a, g, t, &b[k], none) : none);
 	}
 	least = cost[0];
-	for (size_t k = 0; k < RTE_DIM(guard_try_ns); k++)
+	for (int k = 0; k < nb; k++)
 		if (cost[k + 1] < least) {
 			least = cost[k + 1];
-			best = guard_try_ns[k];
+			best = k;
 		}
-	return best;
+	if (best < 0)
+		return UINT64_MAX;
+	*span = (uint64_t)(b[best].wakes * b[best].cycle);
+	return (uint64_t)b[best].G;
+}
+
+/* With a window: per class of gap (the context of the gap after it), what
+ * starting cold adds to a gap: over the class's contexts together, the
+ * least expected cost of a cold start less that of a warm one, each under
+ * its best threshold and priced with the last update's figures (a cold
+ * start that spins through leaves the next gap cold too: the figure feeds
+ * itself, and an update's lag lets it settle). */
+static void
+window_learn(struct adaptive *a, double cls[][GAP_BINS])
+{
+	double pen[GAP_CONTEXTS];
+
+	for (int c = 0; c < GAP_CONTEXTS; c++) {
+		double m = 0, warm, cold;
+
+		for (int i = 0; i < GAP_BINS; i++) {
+			m += cls[c][i];
+			a->cdf[c][i] = m;
+		}
+		for (int i = 0; i < GAP_BINS; i++)
+			a->cdf[c][i] = m > 0 ? a->cdf[c][i] / m : 0;
+		pen[c] = 0;
+		if (m <= 0)
+			continue;
+		best_threshold_at(a, cls[c], false, &warm);
+		best_threshold_at(a, cls[c], true, &cold);
+		pen[c] = fmax((cold - warm) / m, 0);
+	}
+	memcpy(a->pen, pen, sizeof(pen));
+}
+
+/* A context's guards (warm and, with a window, cold), its own or the
+ * pooled ones. */
+static void
+ctx_guards(struct adaptive *a, uint32_t c, bool own)
+{
+	a->ctx_guard[c] = own ? guard_pick(a, a->w[c], a->ctx_threshold[c], false,
+					   &a->ctx_guard_span[c])
+			      : a->pooled_guard;
+	if (!own)
+		a->ctx_guard_span[c] = a->pooled_guard_span;
+	if (!a->window)
+		return;
+	a->ctx_guard_cold[c] = own ? guard_pick(a, a->w[c], a->ctx_threshold_cold[c], true,
+						&a->ctx_guard_span_cold[c])
+				   : a->pooled_guard_cold;
+	if (!own)
+		a->ctx_guard_span_cold[c] = a->pooled_guard_span_cold;
 }
 
 /* Per context, from its own histogram once it has enough weight, else from
@@ -580,29 +762,53 @@ guard_pick(const struct adaptive *a, const double *w, uint64_t thr)
 static void
 learn_threshold(struct adaptive *a, bool decay)
 {
-	double all[GAP_BINS] = { 0 }, n[CONTEXTS] = { 0 };
+	double all[GAP_BINS] = { 0 }, n[CONTEXTS] = { 0 }, cls[GAP_CONTEXTS][GAP_BINS] = { { 0 } };
 
 	for (uint32_t c = 0; c < a->n_ctx_used; c++)
 		for (int i = 0; i < GAP_BINS; i++) {
 			all[i] += a->w[c][i];
+			cls[c % GAP_CONTEXTS][i] += a->w[c][i];
 			n[c] += a->w[c][i];
 		}
-	a->pooled_ns = best_threshold(a, all);
+	/* (with a window, on the last update's prices of a cold start: they
+	 * come from thresholds, which come from them) */
+	a->pooled_ns = best_threshold(a, all, false);
+	if (a->window) {
+		a->pooled_cold_ns = best_threshold(a, all, true);
+		window_learn(a, cls);
+	}
 	/* every young context's, and a new source's (pw_slot_of) */
-	if (a->guard_auto)
-		a->pooled_guard = guard_pick(a, all, a->pooled_ns);
+	if (a->guard_auto) {
+		a->pooled_guard = guard_pick(a, all, a->pooled_ns, false, &a->pooled_guard_span);
+		if (a->window)
+			a->pooled_guard_cold = guard_pick(a, all, a->pooled_cold_ns, true,
+							  &a->pooled_guard_span_cold);
+	}
 	for (uint32_t c = 0; c < a->n_ctx_used; c++) {
 		bool own = n[c] >= YOUNG;
 
-		a->ctx_threshold[c] = own ? best_threshold(a, a->w[c]) : a->pooled_ns;
+		a->ctx_threshold[c] = own ? best_threshold(a, a->w[c], false) : a->pooled_ns;
 		a->ctx_own = own ? a->ctx_own | 1u << c : a->ctx_own & ~(1u << c);
-		if (a->guard_auto)
-			a->ctx_guard[c] = own ? guard_pick(a, a->w[c], a->ctx_threshold[c])
-					      : a->pooled_guard;
+		if (a->window)
+			a->ctx_threshold_cold[c] = own ? best_threshold(a, a->w[c], true)
+						       : a->pooled_cold_ns;
+		if (a->guard_auto) {
+			ctx_guards(a, c, own);
+		}
 		for (int i = 0; decay && i < GAP_BINS; i++)
 			a->w[c][i] *= 0.5;
 	}
 	sup_learn(a, decay);
+	if (a->window)
+		EVD_LOG(DEBUG, "policy adaptive: host window: a cold start costs %.0f %.0f %.0f %.0f ns "
+			"more; cold thresholds %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " ns; bounds "
+			"warm %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 ", cold %" PRIu64 " %" PRIu64
+			" %" PRIu64 " %" PRIu64 " ns (per context, slot 0; %" PRIu64 ": none)",
+			a->pen[0], a->pen[1], a->pen[2], a->pen[3], a->ctx_threshold_cold[0],
+			a->ctx_threshold_cold[1], a->ctx_threshold_cold[2], a->ctx_threshold_cold[3],
+			a->ctx_guard[0], a->ctx_guard[1], a->ctx_guard[2], a->ctx_guard[3],
+			a->ctx_guard_cold[0], a->ctx_guard_cold[1], a->ctx_guard_cold[2],
+			a->ctx_guard_cold[3], UINT64_MAX);
 	EVD_LOG(DEBUG, "policy adaptive: %" PRIu64 " gaps; spin thresholds per context "
 		"(previous gap < 4 us, < 64 us, < 1 ms, longer; slot 0): %" PRId64 " %" PRId64 " %" PRId64
 		" %" PRId64 " ns (-1: never sleep)", a->samples,
@@ -687,6 +893,7 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 	if (a == NULL)
 		return -ENOMEM;
 	a->env = env;
+	a->window = env->window_ns != 0 && env->cold_wake_ns != 0;
 	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++)
 		a->log_at[k] = log((double)env->wake_at_ns[k]);
 	a->learn = learn != 0;
@@ -754,11 +961,13 @@ guard(const struct adaptive *a, const struct evd_policy_input *in)
 
 	if (!a->guard_auto)
 		return in->idle_ns < a->guard_for_ns ? a->guard_ns : UINT64_MAX;
-	g = a->ctx_guard[a->ctx];
-	/* the threshold, then guard_wakes timeouts (a little over, by the
-	 * timeouts' own wake latencies) */
-	return g != UINT64_MAX && in->idle_ns < a->threshold_ns + (uint64_t)a->guard_wakes * g ? g
-											  : UINT64_MAX;
+	g = a->cold_gap ? a->ctx_guard_cold[a->ctx] : a->ctx_guard[a->ctx];
+	/* the threshold, then the bound's timeouts, each a cycle of G + T(G) */
+	return g != UINT64_MAX &&
+			       in->idle_ns < a->threshold_ns + (a->cold_gap ? a->ctx_guard_span_cold[a->ctx]
+									    : a->ctx_guard_span[a->ctx])
+		       ? g
+		       : UINT64_MAX;
 }
 
 /* A sleep's *arg: the guard's bound, or 0 (unbounded: the loop's max_sleep_us). */
@@ -808,13 +1017,21 @@ adaptive_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
 			if (a->nap_burst > 0 && a->nap_burst * (double)a->nap_ns >= 2.0 * a->nap_gap) {
 				a->napping = true;
 				*arg = a->nap_ns;
+				a->asked_ns = *arg;
 				return EVD_ACTION_NAP;
 			}
 		}
 	}
 	a->napping = false;
-	if (in->idle_rounds == 1 && a->sup_mask != 0)
-		sup_choose(a);
+	if (in->idle_rounds == 1) {
+		/* a gap that begins with the host's window shut: its own rules
+		 * (a young context's are the pooled ones) */
+		a->cold_gap = a->cold;
+		if (a->cold_gap)
+			a->threshold_ns = a->ctx_threshold_cold[a->ctx];
+		if (a->sup_mask != 0)
+			sup_choose(a);
+	}
 	if (in->idle_ns < a->threshold_ns ||
 	    (a->lock_in && a->lock_in_pays && in->idle_ns < a->env->sleep_wake_ns))
 		return EVD_ACTION_POLL;
@@ -832,10 +1049,12 @@ adaptive_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
 		}
 		if (wake != UINT64_MAX) {
 			*arg = RTE_MIN(wake - in->now_ns, guard(a, in));
+			a->asked_ns = *arg;
 			return EVD_ACTION_SLEEP;
 		}
 	}
 	*arg = sleep_arg(a, in);
+	a->asked_ns = *arg;
 	return EVD_ACTION_SLEEP;
 }
 
@@ -901,7 +1120,9 @@ pw_slot_of(struct adaptive *a, uint32_t id)
 	memset(a->w[c0], 0, GAP_CONTEXTS * sizeof(a->w[0]));
 	for (uint32_t c = c0; c < c0 + GAP_CONTEXTS; c++) {
 		a->ctx_threshold[c] = a->pooled_ns; /* young: what all sources teach */
-		a->ctx_guard[c] = a->pooled_guard;  /* (not the bound its old source taught) */
+		a->ctx_threshold_cold[c] = a->pooled_cold_ns;
+		if (a->guard_auto)
+			ctx_guards(a, c, false); /* (not the bounds its old source taught) */
 		a->ctx_own &= ~(1u << c);
 	}
 	a->n_ctx_used = RTE_MAX(a->n_ctx_used, c0 + GAP_CONTEXTS);
@@ -921,6 +1142,14 @@ adaptive_wake(void *st, uint64_t now, uint64_t slept, enum evd_wake_reason why)
 	struct adaptive *a = st;
 
 	RTE_SET_USED(now);
+	/* the host's window: shut by a halt past it, open again after one
+	 * within it (a wake that found work at once, slept 0, halted not). A
+	 * timeout halted for the bound it was given (slept adds its lateness);
+	 * a notified sleep for slept less its wake latency, taken as L at W */
+	if (a->window && slept != 0)
+		a->cold = why == EVD_WAKE_TIMEOUT && a->asked_ns != 0
+				  ? a->asked_ns > a->env->window_ns
+				  : slept > a->env->window_ns + a->env->wake_ns[1];
 	if (!a->napping || why != EVD_WAKE_TIMEOUT || a->nap_ns == 0 || slept < a->nap_ns)
 		return;
 	a->nap_late_ns += (double)(slept - a->nap_ns) > a->nap_late_ns ? 9 * NAP_STEP_NS
@@ -1023,7 +1252,7 @@ adaptive_update(struct adaptive *a)
 		young_threshold(a);
 		a->next_check = a->samples + 1; /* YOUNG at the start: every gap until then */
 		for (int c = 0; c < CONTEXTS; c++)
-			a->ctx_threshold[c] = a->threshold_ns;
+			a->ctx_threshold[c] = a->ctx_threshold_cold[c] = a->threshold_ns;
 		return;
 	}
 	decay = a->samples >= a->next_decay;
@@ -1450,11 +1679,30 @@ static struct evd_policy_env env;
 
 static const uint64_t cal_at[EVD_ENV_WAKE_POINTS] = { 10000, 100000, 1000000, 10000000 };
 /* wakes per point, the first CAL_WARM of each not counted: they follow
- * wakes of another length, so the host has not settled (about 95 ms) */
-static const int cal_wakes[EVD_ENV_WAKE_POINTS] = { 14, 14, 12, 8 };
+ * wakes of another length, so the host has not settled (about 95 ms); then
+ * the cold phase: sleeps of 2 ms and 100 us in turn, the 100 us ones after
+ * the first CAL_WARM pairs counted (cold_wake_ns; about 20 ms) */
+#define CAL_PHASES (EVD_ENV_WAKE_POINTS + 1)
+#define CAL_COLD CAL_PHASES - 1
+#define CAL_COLD_LONG_NS 2000000ull
+static const int cal_wakes[CAL_PHASES] = { 14, 14, 12, 8, 18 };
 #define CAL_WARM 3
+/* timed waits with nothing to wake them, per point of timeout_at_ns, the
+ * first CAL_WARM not counted (about 9 ms) */
+static const uint64_t cal_to_at[EVD_ENV_TIMEOUT_POINTS] = { 100000, 1000000 };
+static const int cal_to_waits[EVD_ENV_TIMEOUT_POINTS] = { 14, 8 };
+
+/* The producer's wait before the i-th wake of phase k. */
+static uint64_t
+cal_gap(int k, int i)
+{
+	if (k < EVD_ENV_WAKE_POINTS)
+		return cal_at[k];
+	return i % 2 == 0 ? CAL_COLD_LONG_NS : cal_at[1];
+}
 #define CAL_MAX_WAKES EVD__CAL_MAX_WAKES
 #define CAL_WAIT_NS 100000000ull /* a wait this long: the other side gave up */
+#define CAL_SLACK_NS 1000 /* the loop's timer slack (evd_loop_run) */
 
 struct cal {
 	int efd, ack_fd;
@@ -1545,7 +1793,7 @@ cal_waker(void *arg)
 	c->spin = pthread_getaffinity_np(pthread_self(), sizeof(mine), &mine) == 0 &&
 		  c->sleeper_cpu >= 0 && !CPU_ISSET(c->sleeper_cpu, &mine);
 	__atomic_store_n(&c->waker_cpu, sched_getcpu(), __ATOMIC_RELAXED);
-	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++)
+	for (int k = 0; k < CAL_PHASES; k++)
 		for (int i = 0; i < cal_wakes[k]; i++) {
 			uint64_t one = 1, v, t, deadline = evd__monotonic_ns(NULL) + CAL_WAIT_NS;
 			struct timespec until;
@@ -1557,7 +1805,7 @@ cal_waker(void *arg)
 				cal_pause(c);
 			}
 			__atomic_store_n(&c->asleep_at, 0, __ATOMIC_RELAXED);
-			t += cal_at[k];
+			t += cal_gap(k, i);
 			if (c->spin) {
 				while (evd__monotonic_ns(NULL) < t)
 					rte_pause();
@@ -1677,6 +1925,49 @@ evd__cal_reduce(uint64_t lat[][CAL_MAX_WAKES], const int *n, uint64_t *wake_ns, 
 			wake_ns[k] = RTE_MAX(wake_ns[k], wake_ns[k - 1]);
 }
 
+/* C(g): the thread's CPU for a timed wait that ends by its timeout, the
+ * way the loop waits (epoll_pwait2 with nothing ready; the loop's 1 us
+ * timer slack), the median of each point's counted waits. Left 0 (B
+ * stands in) where epoll_pwait2 is missing or too few waits blocked. */
+static void
+cal_timeouts(int epfd, uint64_t ovh)
+{
+	int slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+
+	if (slack > CAL_SLACK_NS)
+		(void)prctl(PR_SET_TIMERSLACK, CAL_SLACK_NS, 0, 0, 0);
+	for (int k = 0; k < EVD_ENV_TIMEOUT_POINTS; k++) {
+		struct timespec ts = { .tv_sec = 0, .tv_nsec = (long)cal_to_at[k] };
+		uint64_t cpu[CAL_MAX_WAKES], late[CAL_MAX_WAKES];
+		int n = 0;
+
+		env.timeout_at_ns[k] = cal_to_at[k];
+		for (int i = 0; i < cal_to_waits[k]; i++) {
+			struct epoll_event out;
+			uint64_t t0 = thread_cpu_ns(), t1, sw0 = voluntary_switches();
+			uint64_t w0 = evd__monotonic_ns(NULL), w1;
+
+			if (epoll_pwait2(epfd, &out, 1, &ts, NULL) != 0)
+				break; /* ENOSYS before Linux 5.11, or something ready */
+			w1 = evd__monotonic_ns(NULL);
+			t1 = thread_cpu_ns();
+			if (i >= CAL_WARM && voluntary_switches() > sw0 && t0 != 0 &&
+			    t1 > t0 + ovh && w1 >= w0 + cal_to_at[k]) {
+				late[n] = w1 - w0 - cal_to_at[k];
+				cpu[n++] = t1 - t0 - ovh;
+			}
+		}
+		if (n >= 3) {
+			qsort(cpu, n, sizeof(cpu[0]), cmp_u64);
+			qsort(late, n, sizeof(late[0]), cmp_u64);
+			env.timeout_ns[k] = cpu[n / 2];
+			env.timeout_late_ns[k] = RTE_MAX(trimmed_mean(late, n), 1ull);
+		}
+	}
+	if (slack > CAL_SLACK_NS)
+		(void)prctl(PR_SET_TIMERSLACK, (unsigned long)slack, 0, 0, 0);
+}
+
 /* the sleeper, pinned to one CPU; it starts the producer on the others */
 static void *
 cal_sleeper(void *arg)
@@ -1684,7 +1975,8 @@ cal_sleeper(void *arg)
 	struct cal *c = arg;
 	struct epoll_event ev = { .events = EPOLLIN }, out;
 	uint64_t cpu[2 * CAL_MAX_WAKES], lat[EVD_ENV_WAKE_POINTS][CAL_MAX_WAKES], ovh = UINT64_MAX;
-	int epfd, nl[EVD_ENV_WAKE_POINTS] = { 0 }, k = 0;
+	uint64_t cold[CAL_MAX_WAKES];
+	int epfd, nl[EVD_ENV_WAKE_POINTS] = { 0 }, nc = 0, k = 0;
 	bool ok = true;
 	cpu_set_t others;
 	pthread_t th;
@@ -1704,7 +1996,7 @@ cal_sleeper(void *arg)
 	    epoll_ctl(epfd, EPOLL_CTL_ADD, c->efd, &ev) < 0 ||
 	    start_on(&th, cal_waker, c, &others) != 0)
 		goto out;
-	for (k = 0; ok && k < EVD_ENV_WAKE_POINTS; k++) {
+	for (k = 0; ok && k < CAL_PHASES; k++) {
 		for (int i = 0; ok && i < cal_wakes[k]; i++) {
 			uint64_t v, one = 1, t, t0, t1, sent, sw0, sw1;
 			int n;
@@ -1722,7 +2014,12 @@ cal_sleeper(void *arg)
 			if (!ok)
 				break;
 			sent = __atomic_load_n(&c->sent, __ATOMIC_ACQUIRE);
-			if (sw1 > sw0 && i >= CAL_WARM) { /* it blocked: a real sleep */
+			if (k == CAL_COLD) {
+				/* a 100 us sleep after a 2 ms one */
+				if (sw1 > sw0 && i % 2 == 1 && i >= 2 * CAL_WARM && t >= sent &&
+				    nc < CAL_MAX_WAKES)
+					cold[nc++] = t - sent;
+			} else if (sw1 > sw0 && i >= CAL_WARM) { /* it blocked: a real sleep */
 				if (t >= sent)
 					lat[k][nl[k]++] = t - sent;
 				if (k < 2 && t0 != 0 && t1 > t0 + ovh)
@@ -1734,6 +2031,15 @@ cal_sleeper(void *arg)
 	evd__cal_reduce(lat, nl, env.wake_ns, &c->stalls, &c->lowered);
 	__atomic_store_n(&c->stop, 1, __ATOMIC_RELEASE);
 	pthread_join(th, NULL);
+	if (ok) {
+		env.cold_wake_ns = cal_point(cold, nc, &c->stalls);
+		/* against the shorter of L(10 us) and L(100 us): a block of 100 us
+		 * sleeps reads a mixture now and then (49 against 10 us here)
+		 * when some of its wakes found the window shut */
+		if (env.cold_wake_ns > 2 * RTE_MIN(env.wake_ns[0], env.wake_ns[1]))
+			env.window_ns = cal_at[1];
+		cal_timeouts(epfd, ovh);
+	}
 	if (c->nb >= 5) {
 		qsort(cpu, c->nb, sizeof(cpu[0]), cmp_u64);
 		env.sleep_wake_ns = cpu[c->nb / 2];
@@ -1746,6 +2052,24 @@ out:
 	if (c->ack_fd >= 0)
 		close(c->ack_fd);
 	return NULL;
+}
+
+/* The timeout's CPU and the host's window, as measured or given. */
+static void
+log_env_extra(const char *how)
+{
+	if (env.timeout_ns[0] != 0)
+		EVD_LOG(INFO, "%s timeout CPU C(100us, 1ms): %" PRIu64 " %" PRIu64 " ns; lateness "
+			"T: %" PRIu64 " %" PRIu64 " ns", how, env.timeout_ns[0], env.timeout_ns[1],
+			env.timeout_late_ns[0], env.timeout_late_ns[1]);
+	else
+		EVD_LOG(INFO, "%s timeout CPU: none, B stands in", how);
+	if (env.window_ns != 0)
+		EVD_LOG(INFO, "%s host halt window: a sleep of up to %" PRIu64 " ns after a longer "
+			"one wakes in %" PRIu64 " ns, not L", how, env.window_ns, env.cold_wake_ns);
+	else
+		EVD_LOG(INFO, "%s host halt window: none (a short sleep after a long one wakes in "
+			"%" PRIu64 " ns)", how, env.cold_wake_ns);
 }
 
 static void
@@ -1774,6 +2098,7 @@ calibrate(void)
 	EVD_LOG(INFO, "calibrated wake latency L(10us, 100us, 1ms, 10ms): %" PRIu64 " %" PRIu64
 		" %" PRIu64 " %" PRIu64 " ns", env.wake_ns[0], env.wake_ns[1], env.wake_ns[2],
 		env.wake_ns[3]);
+	log_env_extra("calibrated");
 	if (c.stalls > 0 || c.lowered > 0)
 		EVD_LOG(NOTICE, "calibration: %d wakes left out of L as stalls (over %d x their "
 			"point's lower quartile and %llu us); %d points read over twice a longer sleep's "
@@ -1792,6 +2117,49 @@ double
 evd_policy_env_wake_ns(const struct evd_policy_env *e, uint64_t g)
 {
 	return wake_interp(e, NULL, g);
+}
+
+/* A figure measured at the two timeout points, interpolated on log g
+ * (flat outside them). */
+static double
+timeout_interp(const struct evd_policy_env *e, const uint64_t *v, uint64_t g)
+{
+	const uint64_t *at = e->timeout_at_ns;
+	double f;
+
+	if (g <= at[0])
+		return (double)v[0];
+	if (g >= at[1])
+		return (double)v[1];
+	f = (log((double)g) - log((double)at[0])) / (log((double)at[1]) - log((double)at[0]));
+	return (double)v[0] + f * ((double)v[1] - (double)v[0]);
+}
+
+double
+evd_policy_env_timeout_ns(const struct evd_policy_env *e, uint64_t g)
+{
+	if (e->timeout_at_ns[0] == 0 || e->timeout_ns[0] == 0 || e->timeout_ns[1] == 0)
+		return (double)e->sleep_wake_ns;
+	return timeout_interp(e, e->timeout_ns, g);
+}
+
+double
+evd_policy_env_timeout_late_ns(const struct evd_policy_env *e, uint64_t g)
+{
+	if (e->timeout_at_ns[0] == 0 || e->timeout_late_ns[0] == 0 || e->timeout_late_ns[1] == 0)
+		return wake_interp(e, NULL, g);
+	return timeout_interp(e, e->timeout_late_ns, g);
+}
+
+double
+evd_policy_env_wake_after_ns(const struct evd_policy_env *e, uint64_t g, uint64_t prev_ns)
+{
+	double l = wake_interp(e, NULL, g);
+
+	if (e->window_ns != 0 && g <= e->window_ns && prev_ns != UINT64_MAX &&
+	    prev_ns > e->window_ns)
+		return fmax(l, (double)e->cold_wake_ns);
+	return l;
 }
 
 static pthread_mutex_t env_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -1834,6 +2202,16 @@ evd_policy_env_set(const struct evd_policy_env *e)
 		    (k > 0 && (double)e->wake_at_ns[k] <= (double)e->wake_at_ns[k - 1]) ||
 		    e->wake_ns[k] > EVD_ENV_GIVEN_MAX_NS)
 			return -EINVAL;
+	/* C at both points or at none, its points increasing */
+	if ((e->timeout_at_ns[0] == 0) != (e->timeout_at_ns[1] == 0) ||
+	    (e->timeout_at_ns[0] != 0 &&
+	     ((double)e->timeout_at_ns[1] <= (double)e->timeout_at_ns[0] ||
+	      e->timeout_ns[0] == 0 || e->timeout_ns[1] == 0)) ||
+	    e->timeout_ns[0] > EVD_ENV_GIVEN_MAX_NS || e->timeout_ns[1] > EVD_ENV_GIVEN_MAX_NS ||
+	    e->timeout_late_ns[0] > EVD_ENV_GIVEN_MAX_NS ||
+	    e->timeout_late_ns[1] > EVD_ENV_GIVEN_MAX_NS || e->window_ns > EVD_ENV_GIVEN_MAX_NS || e->cold_wake_ns > EVD_ENV_GIVEN_MAX_NS ||
+	    (e->window_ns != 0 && e->cold_wake_ns == 0))
+		return -EINVAL;
 	pthread_mutex_lock(&env_lock);
 	if (env_ready) {
 		rc = -EALREADY;
@@ -1845,6 +2223,7 @@ evd_policy_env_set(const struct evd_policy_env *e)
 			PRIu64 ", %" PRIu64 " ns) %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " ns",
 			env.sleep_wake_ns, env.wake_at_ns[0], env.wake_at_ns[1], env.wake_at_ns[2],
 			env.wake_at_ns[3], env.wake_ns[0], env.wake_ns[1], env.wake_ns[2], env.wake_ns[3]);
+		log_env_extra("given");
 	}
 	pthread_mutex_unlock(&env_lock);
 	return rc;

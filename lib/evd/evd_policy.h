@@ -123,6 +123,8 @@ struct evd_policy_param {
 
 /** Points at which the wake latency L(g) is measured. */
 #define EVD_ENV_WAKE_POINTS 4
+/** Points at which a timeout's CPU is measured. */
+#define EVD_ENV_TIMEOUT_POINTS 2
 
 /** The least B a calibration reports (ns): a loaded VM can report outliers. */
 #define EVD_ENV_B_MIN_NS 1000
@@ -157,7 +159,48 @@ struct evd_policy_env {
 	 * wake_at_ns[i]; kept monotone in g by bringing a point down to a
 	 * longer sleep's where it reads higher. */
 	uint64_t wake_ns[EVD_ENV_WAKE_POINTS];
+	/** Points at which a timeout's CPU was measured: 100 us, 1 ms (0: not
+	 * measured; a given environment may leave them 0). */
+	uint64_t timeout_at_ns[EVD_ENV_TIMEOUT_POINTS];
+	/** C(g): median CPU time of the sleeping thread for an epoll_pwait2 that
+	 * ends by its own timeout after timeout_at_ns[i] (a timer wake costs more
+	 * than an eventfd's on a VM: 15-18 against 4-5 us here at 100 us);
+	 * interpolated on log g, flat outside; 0: B stands in. */
+	uint64_t timeout_ns[EVD_ENV_TIMEOUT_POINTS];
+	/** T(g): how late that timed wait returned, the mean without the
+	 * largest and the smallest (45-60 us here at 100 us: the loop runs
+	 * again that long after its timeout); 0: not measured (L stands in). */
+	uint64_t timeout_late_ns[EVD_ENV_TIMEOUT_POINTS];
+	/** The host's halt window: a sleep of at most this long wakes in L(g)
+	 * only if the sleep before it was not longer; after a longer one the
+	 * host has stopped polling the halted vCPU and it wakes in
+	 * cold_wake_ns (KVM's halt polling shrinks its window after a halt
+	 * that outlasts it; on bare metal a governor's deeper C-state after a
+	 * long idle does the same). 0: no such effect measured. The
+	 * calibration tests it at 100 us (wake_at_ns[1]): set when a 100 us
+	 * sleep right after a 2 ms one wakes over twice as late as the lesser
+	 * of L(10 us) and L(100 us). */
+	uint64_t window_ns;
+	/** L of a sleep within window_ns that follows a longer sleep (the
+	 * trimmed mean of the calibration's 100 us sleeps after 2 ms ones);
+	 * measured even where window_ns is 0. */
+	uint64_t cold_wake_ns;
 };
+
+/** The CPU price of a timed wait of @p g that ends by its timeout: C(g)
+ * interpolated on log g, or B where C was not measured (@p env not checked
+ * for NULL). */
+double evd_policy_env_timeout_ns(const struct evd_policy_env *env, uint64_t g);
+
+/** How late a timed wait of @p g ends: T(g) interpolated on log g, or L(g)
+ * where T was not measured (@p env not checked for NULL). */
+double evd_policy_env_timeout_late_ns(const struct evd_policy_env *env, uint64_t g);
+
+/** The wake latency of a notified sleep of @p g after one of @p prev_ns
+ * (UINT64_MAX or 0: unknown, taken as warm): L(g), or at least
+ * cold_wake_ns where g is within the host's window and the sleep before
+ * it was not (@p env not checked for NULL). */
+double evd_policy_env_wake_after_ns(const struct evd_policy_env *env, uint64_t g, uint64_t prev_ns);
 
 /** L(g) from the environment, interpolated on log g (flat outside the points;
  * @p env not checked for NULL). */
