@@ -1433,32 +1433,62 @@ test_adaptive_window_bound(void)
 	CHECK(bound[2] != 100000);
 }
 
-/* A gap that starts with the window shut (the last sleep outlasted W) has
+/* A gap that starts with the window shut (the last halt outlasted W) has
  * rules of its own, and spinning does not open the window: only a halt
- * within it does. At Poisson 50k/s a cold sleep costs B + 72.6 us against
- * gaps of 20 us, so a rule that priced only the gap under way spun through
- * nearly every gap once cold (185 us; the scorer: 99 % CPU, ratio 1.77
- * against intr's 1.48), and stayed cold.
- * Priced with what staying cold costs the gaps after, it sleeps: once, to
- * open the window. */
+ * within it does.
+ * - Gaps of 2 ms and 60 us in turn: after a 2 ms gap, warm, a sleep costs
+ *   B + L(60 us) = 16 us against 60 to spin: sleep at once; cold, B + 73:
+ *   spin (the 2 ms gap after it is slept either way). adaptive knows which
+ *   from its own last halt, as the loop tells it (on_wake: slept is the
+ *   halt plus the wake, which after a cold start is the cold wake: a 50 us
+ *   halt that woke cold, 123 us in all, opened the window).
+ * - At Poisson 50k/s a cold sleep costs B + 72.6 us against gaps of 20 us,
+ *   so a rule that priced only the gap under way spun through nearly every
+ *   gap once cold (185 us; the scorer: 99 % CPU, ratio 1.77 against intr's
+ *   1.48), and stayed cold. Priced with what staying cold costs the gaps
+ *   after, it sleeps: once, to open the window. */
 static void
 test_adaptive_window_cold(void)
 {
 	struct evd_policy *p;
-	uint64_t rnd = 13, now, warm, cold;
+	uint64_t rnd = 13, now = 1000000000ull, arg, warm, cold, opened, cold50k;
+
+	CHECK_EQ(evd_policy_create("adaptive", &p), 0);
+	for (int i = 0; i < 4000; i++) {
+		struct evd_policy_input in = { .now_ns = now + 100, .idle_ns = 100, .idle_rounds = 1 };
+
+		CHECK(evd_policy_decide(p, &in, &arg) >= 0);
+		now += i % 2 ? 60000 : 2000000;
+		evd_policy_events(p, now, 1);
+	}
+	/* the last gap was 60 us: then a 2 ms one ends, and the 60 us gap after
+	 * it is probed; three times, the loop's wake told before the
+	 * completion, as the loop tells them */
+	now += 2000000;
+	evd_policy_events(p, now, 1);
+	warm = first_sleep(p, now, 100000);
+	now += 2000000;
+	evd_policy_wake(p, now, 2000000, EVD_WAKE_NOTIFY); /* a halt of 2 ms: cold */
+	evd_policy_events(p, now, 1);
+	cold = first_sleep(p, now, 100000);
+	now += 2000000;
+	evd_policy_wake(p, now, 50000 + 72569, EVD_WAKE_NOTIFY); /* 50 us, woken cold */
+	evd_policy_events(p, now, 1);
+	opened = first_sleep(p, now, 100000);
+	evd_policy_destroy(p);
 
 	CHECK_EQ(evd_policy_create("adaptive", &p), 0);
 	now = poisson_taught(p, 20000, 5000, &rnd);
-	warm = first_sleep(p, now, 10000000);
-	now += 20000;
-	evd_policy_wake(p, now, 2000000, EVD_WAKE_NOTIFY); /* a halt of 2 ms: cold */
-	evd_policy_events(p, now, 1);
-	cold = first_sleep(p, now, 10000000);
-	printf("  Poisson 50k/s: first sleep warm at %" PRIu64 " ns, cold at %" PRIu64 " ns\n",
-	       warm, cold);
-	CHECK(warm != UINT64_MAX);
-	CHECK(cold <= 20000); /* priced as the gap alone: 185 us, past nearly every gap */
+	evd_policy_wake(p, now, 2000000, EVD_WAKE_NOTIFY);
+	cold50k = first_sleep(p, now, 10000000);
 	evd_policy_destroy(p);
+	printf("  2 ms and 60 us in turn, the 60 us gap: first sleep warm at %" PRIu64 " ns, cold "
+	       "%" PRId64 ", after a 50 us halt woken cold %" PRIu64 "; Poisson 50k/s cold %" PRIu64
+	       " ns\n", warm, cold == UINT64_MAX ? -1 : (int64_t)cold, opened, cold50k);
+	CHECK_EQ(warm, 0);
+	CHECK(cold >= 60000); /* spun through (UINT64_MAX: not within 100 us) */
+	CHECK_EQ(opened, 0);
+	CHECK(cold50k <= 20000); /* priced as the gap alone: 185 us */
 }
 
 /* Give the process's policies an environment (before any is created): B,

@@ -208,9 +208,15 @@ check "score, a host window" 0 "$testevd" --score --policy intr --calibration "$
 	--trace "$tmp/win.txt" --json "$tmp/win.json"
 check "score, no host window" 0 "$testevd" --score --policy intr --calibration "$tmp/calNoW.txt" \
 	--trace "$tmp/win.txt" --json "$tmp/nowin.json"
-python3 - "$tmp/win.json" "$tmp/nowin.json" <<'PY' || fail=1
+check "score, a host window, adaptive" 0 "$testevd" --score --policy adaptive --calibration "$tmp/calW.txt" \
+	--trace "$tmp/win.txt" --json "$tmp/winA.json"
+python3 - "$tmp/win.json" "$tmp/nowin.json" "$tmp/winA.json" <<'PY' || fail=1
 import json, sys
-w, n = (json.load(open(f))[0] for f in sys.argv[1:])
+w, n, ad = (json.load(open(f))[0] for f in sys.argv[1:])
+# adaptive learns it: after a 2 ms sleep (cold) it spins the 50 us gap
+# (while young it sleeps some of them: p99 is Lc, p50 is not)
+assert ad["competitive_ratio"] < 1.05 and ad["latency_us"]["p50"] < 65, \
+    f"adaptive with a window: ratio {ad['competitive_ratio']}, {ad['latency_us']}"
 c = w["calibration"]
 assert c["timeout_ns"] == [18000, 10000] and c["window_ns"] == 100000 and c["cold_wake_ns"] == 70000, c
 assert w["latency_us"]["p99"] >= 65, f"cold wakes: {w['latency_us']}"

@@ -144,15 +144,16 @@ calibration_load(const char *path)
 	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++)
 		e.wake_ns[k] = v[k + 1];
 	if (got == 3) {
-		if (xv[0] != 0) {
-			e.timeout_at_ns[0] = 100000;
-			e.timeout_at_ns[1] = 1000000;
-			e.timeout_ns[0] = xv[0];
-			e.timeout_ns[1] = xv[1];
-			/* T at those points: the second line's (L stands in for 0) */
-			e.timeout_late_ns[0] = tv[1];
-			e.timeout_late_ns[1] = tv[2];
-		}
+		/* C (0 0: B stands in), and T at its points: the second line's,
+		 * so that adaptive prices a timeout's end as --score charges it */
+		e.timeout_at_ns[0] = 100000;
+		e.timeout_at_ns[1] = 1000000;
+		e.timeout_ns[0] = xv[0];
+		e.timeout_ns[1] = xv[1];
+		e.timeout_late_ns[0] = tv[1];
+		e.timeout_late_ns[1] = tv[2];
+		if (tv[1] == 0 || tv[2] == 0)
+			e.timeout_late_ns[0] = e.timeout_late_ns[1] = 0;
 		e.cold_wake_ns = xv[2];
 		e.window_ns = xv[3];
 	}

@@ -100,7 +100,7 @@ wake_after(uint64_t g, uint64_t prev)
 /* ... one of a halt of this length: a state of the window (UINT64_MAX or
  * 0: warm; past W: cold) */
 #define WARM 0
-#define COLD UINT64_MAX - 1
+#define COLD (UINT64_MAX - 1)
 
 /*
  * The oracle's step over one gap g: from the cheapest costs of ending the
@@ -145,7 +145,10 @@ oracle_step(double oc[2], uint64_t g, double lambda)
  * them; the first 8 sources, more share the 8th), chosen after seeing
  * every gap. No online threshold rule of that shape can cost less, so the
  * two ratios say how much of a policy's distance to the oracle is learning
- * and how much is the shape (a threshold) itself. The contexts repeat the
+ * and how much is the shape (a threshold) itself. (With a halt window a
+ * threshold's cost in one context depends on what the others left the
+ * window: each threshold follows its own state as if it ruled every
+ * context, so the per-context figure is then an estimate, not a bound.) The contexts repeat the
  * library's (gap_context() in evd_policy.c, which it keeps to itself).
  */
 #define HS_GAPS 4
@@ -204,12 +207,13 @@ hindsight(const struct trace *t, double lambda, double oracle_cost, struct hinds
 		double g = (double)t->gap_ns[i];
 
 		for (int j = 0; j < HS_T; j++) {
-			uint64_t sl = (uint64_t)(g - th[j]);
+			uint64_t sl;
 
 			if (g <= th[j]) {
 				c[ctx][j] += g;
 				continue;
 			}
+			sl = (uint64_t)(g - th[j]);
 			c[ctx][j] += th[j] + b_ns + lambda * over(wake_after(sl, halt[j]));
 			halt[j] = sl;
 		}
@@ -405,7 +409,10 @@ simulate(const char *spec, const struct trace *t, double lambda, struct score *s
 				if (g - tt <= bound) {
 					late = (uint64_t)wake_after(g - tt, halt);
 					halt = g - tt;
-					evd_policy_wake(p, start + g, g - tt, EVD_WAKE_NOTIFY);
+					/* slept as the loop measures it: to the
+					 * wake, its latency in (the arrival is
+					 * served at the arrival all the same) */
+					evd_policy_wake(p, start + g + late, g - tt + late, EVD_WAKE_NOTIFY);
 					tl_add(s->tl_sleep, s->tl_window_ns, t0 + (double)tt, (double)(g - tt));
 					tt = g;
 				} else {

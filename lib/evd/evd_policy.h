@@ -39,10 +39,14 @@
  *   `superpose` (0/1; default 1; 0: the context rule alone),
  *   `guard_us` (while the last completion is under a second old, bound every
  *   sleep at this, 0..1000000; 0: never; unset, the default: the model
- *   bounds a context's sleeps at 1, 2, 3, 5 or 10 ms, or not, whichever
- *   costs least over its gaps where the wake latency grows with the time
- *   asleep, for at most as many timeouts a gap as B fits in the priced L
- *   of the longest sleep), `guard_for_us` (with `guard_us=N` only: bound
+ *   bounds a context's sleeps at 1, 2, 3, 5 or 10 ms, or at the host's
+ *   halt window (evd_policy_env::window_ns), or not, whichever costs
+ *   least over its gaps, each timeout priced at its CPU C and its
+ *   lateness T, for at most as many timeouts a gap as C fits in the
+ *   priced L of the longest sleep). Where the host has a halt window,
+ *   a gap that begins with it shut (the last halt outlasted it) has
+ *   rules of its own, and a sleep that shuts it is priced with what the
+ *   next gap pays. `guard_for_us` (with `guard_us=N` only: bound
  *   the sleeps only this long after the last completion instead of a
  *   second, 1..1000000), `learn` (0: the fixed rule:
  *   poll `spin_pct` % of a spin budget, pause `pause_ns` at a time until
