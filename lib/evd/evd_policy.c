@@ -219,6 +219,7 @@ struct adaptive {
 	 * longer one wakes in cold_wake_ns, not L */
 	bool window;
 	bool late_known;              /* env has T: a timeout's end is priced */
+	bool c_known;                 /* env has C: a timer's CPU is priced */
 	bool cold;                    /* the last halt outlasted W (on_wake) */
 	bool cold_gap;                /* the gap under way began cold: the cold rules */
 	uint64_t asked_ns;            /* the last sleep's or nap's bound (0: none) */
@@ -594,6 +595,7 @@ static const uint64_t guard_try_ns[] = { 1000000, 2000000, 3000000, 5000000, 100
  * save on it. */
 struct guard_try {
 	double G, c, cycle, wakes;
+	double bs; /* a sleep under the bound that a notification ends: its CPU */
 };
 
 static void
@@ -601,6 +603,7 @@ guard_try_at(const struct adaptive *a, uint64_t G, struct guard_try *g)
 {
 	g->G = (double)G;
 	g->c = fmax(evd_policy_env_timeout_ns(a->env, G), 1.0);
+	g->bs = evd_policy_env_bounded_sleep_ns(a->env, G);
 	/* (an environment without T: the timeout's end is not priced, as
 	 * before T was measured) */
 	g->cycle = g->G + (a->late_known ? evd_policy_env_timeout_late_ns(a->env, G) : 0);
@@ -646,9 +649,10 @@ guard_cost(const struct adaptive *a, double g, double t, const struct guard_try 
 {
 	double s = g - t, k = floor(s / b->cycle), r, w = (double)a->env->window_ns;
 	double B = (double)a->env->sleep_wake_ns, pen = a->window ? a->pen[gap_context((uint64_t)g)] : 0;
+	double bs = b->bs; /* a notified sleep under the bound: its timer's CPU too */
 
 	if (s <= b->G)
-		return none;
+		return none + bs - B; /* no timeout, but the timer was armed */
 	if (k >= b->wakes)
 		k = b->wakes;
 	if (b->G <= w && k < b->wakes && b->cycle > b->G) {
@@ -662,8 +666,8 @@ guard_cost(const struct adaptive *a, double g, double t, const struct guard_try 
 		 * other: apt-download-2 at 100x, bound at W where it cost 1.63
 		 * against 1.18 unbounded. */
 		double pl = (b->cycle - b->G) / b->cycle;
-		double in_sleep = k == 0 ? none
-					 : t + k * b->c + B +
+		double in_sleep = k == 0 ? none + bs - B
+					 : t + k * b->c + bs +
 						   a->lambda * priced(a, wake_lat_after(a, b->G / 2, b->G));
 
 		return (1 - pl) * in_sleep +
@@ -671,8 +675,8 @@ guard_cost(const struct adaptive *a, double g, double t, const struct guard_try 
 	}
 	r = s - k * b->cycle;
 	if (k == b->wakes || r <= b->G || b->cycle <= b->G)
-		return t + k * b->c + B + a->lambda * priced(a, wake_lat_after(a, r, b->G)) +
-		       (a->window && r > w ? pen : 0);
+		return t + k * b->c + (k == b->wakes ? B : bs) +
+		       a->lambda * priced(a, wake_lat_after(a, r, b->G)) + (a->window && r > w ? pen : 0);
 	return t + (k + 1) * b->c + a->lambda * late_cost(a, g, b->cycle - r) +
 	       (a->window && b->G > w ? pen : 0);
 }
@@ -707,22 +711,24 @@ guard_pick(const struct adaptive *a, const double *w, uint64_t thr, bool cold, u
 		guard_try_at(a, guard_try_ns[k], &b[nb]), nb += b[nb].wakes >= 1;
 	if (nb == 0)
 		return UINT64_MAX;
-	/* gaps shorter than the threshold and the least bound have no
-	 * timeout, the same cost under every bound: start above them (a
-	 * threshold of never leaves none) */
+	/* gaps shorter than the threshold have no sleep, the same cost under
+	 * every bound; those shorter than the threshold and the least bound
+	 * no timeout, but where a timer's CPU was measured a sleep with one
+	 * armed costs more (evd_policy_env_bounded_sleep_ns): they count too
+	 * (a threshold of never leaves none) */
 	if (thr >= UINT64_MAX - (uint64_t)b[0].G)
 		return UINT64_MAX;
-	for (int i = gap_bin(thr + (uint64_t)b[0].G); i < GAP_BINS; i++) {
+	for (int i = a->c_known ? gap_bin(thr) : gap_bin(thr + (uint64_t)b[0].G); i < GAP_BINS; i++) {
 		double g, none;
 
 		/* a bin halved to under 1 % of a gap weighs nothing here (the
 		 * halving never empties one): not worth a wake latency's log */
-		if (w[i] < 0.01 || (g = a->bv[i]) <= t + b[0].G)
+		if (w[i] < 0.01 || (g = a->bv[i]) <= t || (!a->c_known && g <= t + b[0].G))
 			continue;
 		none = model_cost_at(a, g, t, cold) + window_pen(a, g, t);
 		cost[0] += w[i] * none;
 		for (int k = 0; k < nb; k++)
-			cost[k + 1] += w[i] * (b[k].G < g - t ? guard_cost(a, g, t, &b[k], none) : none);
+			cost[k + 1] += w[i] * guard_cost(a, g, t, &b[k], none);
 	}
 	least = cost[0];
 	for (int k = 0; k < nb; k++)
@@ -925,6 +931,7 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 	a->window = env->window_ns != 0 && env->cold_wake_ns != 0;
 	a->late_known = env->timeout_at_ns[0] != 0 && env->timeout_late_ns[0] != 0 &&
 			env->timeout_late_ns[1] != 0;
+	a->c_known = env->timeout_at_ns[0] != 0 && env->timeout_ns[0] != 0;
 	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++)
 		a->log_at[k] = log((double)env->wake_at_ns[k]);
 	a->learn = learn != 0;
@@ -2185,6 +2192,23 @@ evd_policy_env_timeout_ns(const struct evd_policy_env *e, uint64_t g)
 	if (e->timeout_at_ns[0] == 0 || e->timeout_ns[0] == 0 || e->timeout_ns[1] == 0)
 		return (double)e->sleep_wake_ns;
 	return timeout_interp(e, e->timeout_ns, g);
+}
+
+double
+evd_policy_env_bounded_sleep_ns(const struct evd_policy_env *e, uint64_t g)
+{
+	double b = (double)e->sleep_wake_ns, c1, f, hi;
+
+	if (e->timeout_at_ns[0] == 0 || e->timeout_ns[0] == 0 || e->timeout_ns[1] == 0)
+		return b;
+	if (g <= e->timeout_at_ns[1])
+		return fmax(timeout_interp(e, e->timeout_ns, g), b);
+	hi = 10.0 * (double)e->timeout_at_ns[1];
+	if ((double)g >= hi)
+		return b;
+	c1 = fmax((double)e->timeout_ns[1], b);
+	f = (log((double)g) - log((double)e->timeout_at_ns[1])) / log(10.0);
+	return c1 + f * (b - c1);
 }
 
 double

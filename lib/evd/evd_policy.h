@@ -196,6 +196,14 @@ struct evd_policy_env {
  * for NULL). */
 double evd_policy_env_timeout_ns(const struct evd_policy_env *env, uint64_t g);
 
+/** The CPU price of a sleep with a timer of @p g armed that a notification
+ * ends first: C(g) up to timeout_at_ns[1], down to B at 10 x that
+ * (interpolated on log g), B beyond and where C was not measured. A short
+ * timer costs whether it fires or not: here 27.7, 11.4, 6.1 and 6.1 us for
+ * timers of 100 us, 1 ms, 10 ms and 100 ms woken after 20 us, against 5.7
+ * with none (@p env not checked for NULL). */
+double evd_policy_env_bounded_sleep_ns(const struct evd_policy_env *env, uint64_t g);
+
 /** How late a timed wait of @p g ends: T(g) interpolated on log g, or L(g)
  * where T was not measured (@p env not checked for NULL). */
 double evd_policy_env_timeout_late_ns(const struct evd_policy_env *env, uint64_t g);
