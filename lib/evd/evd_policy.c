@@ -426,12 +426,14 @@ best_thresholds(const struct adaptive *a, const double *w, uint64_t *cold_t, dou
 			last = i + 1;
 		}
 	for (int j = 0; j <= last && a->t_ns[j] <= a->cap_ns; j++) {
-		double cost = 0, cost_c = 0;
+		double cost = 0;
 
 		if (!a->win_live) {
 			for (int k = 0; k < n; k++)
 				cost += w[nz[k]] * a->cost[j][nz[k]];
 		} else {
+			double cost_c = 0;
+
 			for (int k = 0; k < n; k++) {
 				int i = nz[k];
 				double pen = a->pen[a->bcls[i]], g = a->bv[i];
