@@ -222,6 +222,7 @@ struct adaptive {
 	bool late_known;              /* env has T: a timeout's end is priced */
 	bool c_known;                 /* env has C: a timer's CPU is priced */
 	bool cold;                    /* the last halt outlasted W (on_wake) */
+	bool been_cold;               /* the window was ever shut: the cold guards are weighed */
 	bool cold_gap;                /* the gap under way began cold: the cold rules */
 	uint64_t asked_ns;            /* the last sleep's or nap's bound (0: none) */
 	double pen[GAP_CONTEXTS];     /* per class of a gap: what starting it cold adds */
@@ -264,7 +265,6 @@ struct adaptive {
 	double bv[GAP_BINS];          /* bin_value(i) */
 	int bcls[GAP_BINS];           /* gap_context(bin_value(i)) */
 	double td[GAP_BINS + 1], tw[GAP_BINS + 1]; /* t_ns[j], and + W, as doubles */
-	bool been_cold;               /* the window was ever shut: the cold guards are weighed */
 };
 
 static int
@@ -339,6 +339,13 @@ wake_interp(const struct evd_policy_env *e, const double *log_at, uint64_t g)
 	return (double)e->wake_ns[EVD_ENV_WAKE_POINTS - 1];
 }
 
+/* Whether the environment has C (a given one may not: B stands in). */
+static bool
+timeout_cpu_known(const struct evd_policy_env *e)
+{
+	return e->timeout_at_ns[0] != 0 && e->timeout_ns[0] != 0 && e->timeout_ns[1] != 0;
+}
+
 /* The policy's L: the points' logs were taken at create (one log() a
  * figure, not three; guard_pick takes up to six figures a bin). */
 static double
@@ -387,6 +394,10 @@ window_pen(const struct adaptive *a, double g, double t)
 static void
 cost_table(struct adaptive *a)
 {
+	for (int i = 0; i < GAP_BINS; i++) {
+		a->bv[i] = bin_value(i);
+		a->bcls[i] = gap_context((uint64_t)a->bv[i]);
+	}
 	for (int j = 0; j <= GAP_BINS; j++) {
 		double t = j == 0 ? 0 : j == GAP_BINS ? INFINITY : bin_edge(j);
 
@@ -394,8 +405,6 @@ cost_table(struct adaptive *a)
 		a->td[j] = (double)a->t_ns[j];
 		a->tw[j] = a->td[j] + (double)a->env->window_ns;
 		for (int i = 0; i < GAP_BINS; i++) {
-			a->bv[i] = bin_value(i);
-			a->bcls[i] = gap_context((uint64_t)a->bv[i]);
 			a->cost[j][i] = model_cost(a, a->bv[i], t);
 			if (a->window)
 				a->cost_cold[j][i] = model_cost_at(a, a->bv[i], t, true);
@@ -965,7 +974,7 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 	a->window = env->window_ns != 0 && env->cold_wake_ns != 0;
 	a->late_known = env->timeout_at_ns[0] != 0 && env->timeout_late_ns[0] != 0 &&
 			env->timeout_late_ns[1] != 0;
-	a->c_known = env->timeout_at_ns[0] != 0 && env->timeout_ns[0] != 0;
+	a->c_known = timeout_cpu_known(env);
 	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++)
 		a->log_at[k] = log((double)env->wake_at_ns[k]);
 	a->learn = learn != 0;
@@ -2224,7 +2233,7 @@ timeout_interp(const struct evd_policy_env *e, const uint64_t *v, uint64_t g)
 double
 evd_policy_env_timeout_ns(const struct evd_policy_env *e, uint64_t g)
 {
-	if (e->timeout_at_ns[0] == 0 || e->timeout_ns[0] == 0 || e->timeout_ns[1] == 0)
+	if (!timeout_cpu_known(e))
 		return (double)e->sleep_wake_ns;
 	return timeout_interp(e, e->timeout_ns, g);
 }
@@ -2234,7 +2243,7 @@ evd_policy_env_bounded_sleep_ns(const struct evd_policy_env *e, uint64_t g)
 {
 	double b = (double)e->sleep_wake_ns, c1, f, hi;
 
-	if (e->timeout_at_ns[0] == 0 || e->timeout_ns[0] == 0 || e->timeout_ns[1] == 0)
+	if (!timeout_cpu_known(e))
 		return b;
 	if (g <= e->timeout_at_ns[1])
 		return fmax(timeout_interp(e, e->timeout_ns, g), b);
