@@ -354,14 +354,27 @@ wake_lat(const struct adaptive *a, uint64_t g)
 	return wake_interp(a->env, a->log_at, g);
 }
 
-/* L of a sleep of g after a halt of @p prev (the window's state: a halt
- * past W makes a sleep within W wake in cold_wake_ns). */
+/* L where the host has a halt window: a halt past W wakes cold (the host
+ * stopped polling the vCPU and descheduled it), and so does a halt within
+ * W after one past it (the host shrank its window). At least cold_wake_ns
+ * then; L(g) alone, interpolated on log g between L(100 us) and L(1 ms),
+ * took a 150 us sleep to wake in 24 us where it woke in 85.6 (benchmarks.md,
+ * "Timer wakes": sleeps of 120 us woke warm, of 150 us cold). */
+static double
+wake_windowed(const struct evd_policy_env *e, double l, double g, double prev)
+{
+	double w = (double)e->window_ns;
+
+	return g > w || prev > w ? fmax(l, (double)e->cold_wake_ns) : l;
+}
+
+/* L of a sleep of g after a halt of @p prev (the window's state). */
 static double
 wake_lat_after(const struct adaptive *a, double g, double prev)
 {
-	double l = wake_lat(a, (uint64_t)g), w = (double)a->env->window_ns;
+	double l = wake_lat(a, (uint64_t)g);
 
-	return a->window && g <= w && prev > w ? fmax(l, (double)a->env->cold_wake_ns) : l;
+	return a->window ? wake_windowed(a->env, l, g, prev) : l;
 }
 
 /* The model's cost of a gap g under threshold t: spun through (g <= t),
@@ -2268,10 +2281,9 @@ evd_policy_env_wake_after_ns(const struct evd_policy_env *e, uint64_t g, uint64_
 {
 	double l = wake_interp(e, NULL, g);
 
-	if (e->window_ns != 0 && g <= e->window_ns && prev_ns != UINT64_MAX &&
-	    prev_ns > e->window_ns)
-		return fmax(l, (double)e->cold_wake_ns);
-	return l;
+	if (e->window_ns == 0)
+		return l;
+	return wake_windowed(e, l, (double)g, prev_ns == UINT64_MAX ? 0 : (double)prev_ns);
 }
 
 static pthread_mutex_t env_lock = PTHREAD_MUTEX_INITIALIZER;
