@@ -56,8 +56,8 @@ has_opt(int argc, char **argv, const char *const *names)
  * optionally a second "T(10us) T(100us) T(1ms) T(10ms)" (how late a timed
  * wait ends: --score's naps and timeouts; without it L stands in), and
  * after it optionally a third "C(100us) C(1ms) Lc W" (a timeout's CPU, 0 0
- * for B; the host's halt window W, a sleep within it after a longer one
- * waking in Lc, 0 0 for none: evd_policy_env), with '#' comments and blank
+ * for B; the host's halt window W, a sleep past it or within it after a
+ * longer one waking in at least Lc, 0 0 for none: evd_policy_env), with '#' comments and blank
  * lines, as --save-calibration writes them. Anything else is refused, with
  * the line: a fourth line of numbers, a sign, a value out of range (B 1 ns
  * to 10 ms, the others up to 1 s: the most a machine's sleep or wake can

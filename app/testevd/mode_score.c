@@ -25,7 +25,9 @@
  *   W, Lc the host's halt window: a notified sleep of at most W after a
  *         halt (sleep, timeout, nap) longer than W wakes in Lc, not L (the
  *         host stopped polling the halted vCPU; 72 against 10.8 us here
- *         at 100 us). W 0: no window, every wake is L's.
+ *         at 100 us), and one longer than W in at least Lc (L(150 us)
+ *         interpolated is 24 us; measured, 85.6). W 0: no window, every
+ *         wake is L's.
  * Per idle gap g: spinning through it costs g of CPU and adds no latency;
  * sleeping after t costs t + B of CPU and adds L(g - t) of latency. A sleep
  * that ends by its timeout (l3fwd's 10 ms, adaptive's pre-wake and guard) costs C and
@@ -42,8 +44,8 @@
  * The oracle takes, per gap, the cheapest of spinning through, sleeping at
  * once, and spinning then sleeping: the actions of the ski-rental problem
  * (spin or block); with a halt window, over the whole trace at once (a
- * sleep over W makes the next short one wake in Lc: two states, warm and
- * cold, the cheapest path through them). It sets
+ * sleep over W wakes cold, in Lc or L, and makes the next short one wake
+ * in Lc: two states, warm and cold, the cheapest path through them). It sets
  * no timers; a policy that does (adaptive's pre-wake, for loops that price
  * latency above CPU) can cost less than it on periodic traces, a ratio
  * under 1. The competitive ratio is a policy's total cost over the
@@ -126,8 +128,9 @@ oracle_step(double oc[2], uint64_t g, double lambda)
 			continue;
 		next[from] = fmin(next[from], oc[from] + (double)g);
 		/* s = g, or a calibration point or W under g: the minimum over
-		 * s lies at one (L piecewise linear in log s; the cold price
-		 * flat up to W) */
+		 * s lies at one (L piecewise linear in log s, concave in s; the
+		 * cold price flat up to W, and past W max(L, Lc), which only
+		 * a lambda over 1 / L' (about 20 here) makes a minimum of) */
 		for (int k = -2; k < EVD_ENV_WAKE_POINTS; k++) {
 			uint64_t s = k == -2 ? g : k == -1 ? w : env->wake_at_ns[k];
 			double c;

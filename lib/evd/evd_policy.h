@@ -176,11 +176,12 @@ struct evd_policy_env {
 	 * again that long after its timeout); 0: not measured (L stands in). */
 	uint64_t timeout_late_ns[EVD_ENV_TIMEOUT_POINTS];
 	/** The host's halt window: a sleep of at most this long wakes in L(g)
-	 * only if the sleep before it was not longer; after a longer one the
-	 * host has stopped polling the halted vCPU and it wakes in
-	 * cold_wake_ns (KVM's halt polling shrinks its window after a halt
-	 * that outlasts it; on bare metal a governor's deeper C-state after a
-	 * long idle does the same). 0: no such effect measured. The
+	 * only if the sleep before it was not longer; a longer one, and one
+	 * within it right after a longer one, wake cold: the host has stopped
+	 * polling the halted vCPU, and the model takes at least cold_wake_ns
+	 * (KVM's halt polling shrinks its window after a halt that outlasts
+	 * it; on bare metal a governor's deeper C-state after a long idle
+	 * does the same). 0: no such effect measured. The
 	 * calibration tests it at 100 us (wake_at_ns[1]): set when a 100 us
 	 * sleep right after a 2 ms one wakes over twice as late as the lesser
 	 * of L(10 us) and L(100 us). */
@@ -210,8 +211,8 @@ double evd_policy_env_timeout_late_ns(const struct evd_policy_env *env, uint64_t
 
 /** The wake latency of a notified sleep of @p g after one of @p prev_ns
  * (UINT64_MAX or 0: unknown, taken as warm): L(g), or at least
- * cold_wake_ns where g is within the host's window and the sleep before
- * it was not (@p env not checked for NULL). */
+ * cold_wake_ns where the host has a window and g is past it, or within it
+ * after a @p prev_ns past it (@p env not checked for NULL). */
 double evd_policy_env_wake_after_ns(const struct evd_policy_env *env, uint64_t g, uint64_t prev_ns);
 
 /** L(g) from the environment, interpolated on log g (flat outside the points;
