@@ -234,6 +234,25 @@ assert abs(n["oracle_cost"] - 1000 * (5000 + l2 + 5000 + 16000)) < 1000, n["orac
 print(f"ok: host window: intr p99 {w['latency_us']['p99']} us (no window {n['latency_us']['p99']}), "
       f"ratio {w['competitive_ratio']} ({n['competitive_ratio']})")
 PY
+# The oracle's kinks: with a window a sleep past W wakes in max(L, Lc), and
+# with a budget latency under it is free, so a sleep's cost in its length s
+# has a corner where L(s) crosses Lc (653 us on this VM's figures). With a
+# 70 us budget and lambda 30, latency past the budget is dear and Lc is
+# only 2.6 us over it: the oracle spins 347 us of each 1 ms gap and
+# sleeps the rest, 429.3 us a gap. Among the calibration points and W
+# alone it found 503.1 (sleep it all).
+printf '5581 10773 10773 86585 101382\n53302 58721 86585 101382\n17844 10440 72569 100000\n' \
+	> "$tmp/calVM.txt"
+check "score, the oracle's kink" 0 "$testevd" --score --policy intr --calibration "$tmp/calVM.txt" \
+	--trace "$tmp/g1ms.txt" --lambda 30 --budget-us 70 --json "$tmp/kink.json"
+python3 - "$tmp/kink.json" <<'PY' || fail=1
+import json, sys
+r = json.load(open(sys.argv[1]))[0]
+s = 100e3 * 10 ** ((72569 - 10773) / (86585 - 10773))  # L(s) = Lc
+want = 1000 * (1e6 - s + 5581 + 30 * (72569 - 70000))
+assert abs(r["oracle_cost"] - want) < 0.001 * want, (r["oracle_cost"], want)
+print(f"ok: the oracle's kink: {r['oracle_cost'] / 1e9:.4f} s for 1000 gaps of 1 ms, sleeping {s / 1e3:.1f} us of each")
+PY
 # a timeout's CPU: learn=0 sleeps bounded at 100 us through 1 ms gaps, a
 # timeout every 150 us (T(100 us) 50 us late); each costs C (18 us) where
 # the line gives it, B (5 us) without

@@ -108,6 +108,30 @@ wake_after(uint64_t g, uint64_t prev)
 #define WARM 0
 #define COLD (UINT64_MAX - 1)
 
+/* Where L(s) crosses the cold wake Lc (a window's: past W the wake is
+ * max(L, Lc)) or the latency budget (past it latency is priced): kinks of
+ * a sleep's cost in s, where its slope can turn from -1 up, so minima of
+ * the oracle's when lambda L' > 1 there (a budget makes that likely: Lc
+ * less the budget is cheap, L's slope past it is not). Found once. */
+static uint64_t kink_ns[2 * (EVD_ENV_WAKE_POINTS - 1)];
+static int n_kinks;
+
+static void
+oracle_kinks(void)
+{
+	double v[2] = { env->window_ns != 0 ? (double)env->cold_wake_ns : 0, budget_ns };
+
+	n_kinks = 0;
+	for (int j = 0; j < 2; j++)
+		for (int k = 1; k < EVD_ENV_WAKE_POINTS && v[j] > 0; k++) {
+			double l0 = (double)env->wake_ns[k - 1], l1 = (double)env->wake_ns[k];
+			double lo = log((double)env->wake_at_ns[k - 1]), hi = log((double)env->wake_at_ns[k]);
+
+			if ((l0 < v[j] && v[j] < l1) || (l1 < v[j] && v[j] < l0))
+				kink_ns[n_kinks++] = (uint64_t)exp(lo + (v[j] - l0) / (l1 - l0) * (hi - lo));
+		}
+}
+
 /*
  * The oracle's step over one gap g: from the cheapest costs of ending the
  * gaps before in the warm and the cold state (oc[0], oc[1]), those of
@@ -127,12 +151,14 @@ oracle_step(double oc[2], uint64_t g, double lambda)
 		if (isinf(oc[from]))
 			continue;
 		next[from] = fmin(next[from], oc[from] + (double)g);
-		/* s = g, or a calibration point or W under g: the minimum over
-		 * s lies at one (L piecewise linear in log s, concave in s; the
-		 * cold price flat up to W, and past W max(L, Lc), which only
-		 * a lambda over 1 / L' (about 20 here) makes a minimum of) */
-		for (int k = -2; k < EVD_ENV_WAKE_POINTS; k++) {
-			uint64_t s = k == -2 ? g : k == -1 ? w : env->wake_at_ns[k];
+		/* s = g, or a calibration point, W or a kink under g: the
+		 * minimum over s lies at one (L piecewise linear in log s,
+		 * concave in s; the cold price flat up to W, and past W
+		 * max(L, Lc); the budget's max(L - budget, 0)) */
+		for (int k = -2; k < EVD_ENV_WAKE_POINTS + n_kinks; k++) {
+			uint64_t s = k == -2 ? g : k == -1 ? w
+				   : k < EVD_ENV_WAKE_POINTS ? env->wake_at_ns[k]
+							     : kink_ns[k - EVD_ENV_WAKE_POINTS];
 			double c;
 
 			if (s == 0 || s > g || (k >= -1 && s == g))
@@ -567,6 +593,7 @@ score_mode(const struct opts *o)
 	budget_ns = (double)o->budget_us * 1000;
 	t = o->trace_data; /* loaded and checked before the run (main) */
 	calibrate();
+	oracle_kinks();
 	for (size_t i = 0; i < t->n; i++)
 		span_ns += (double)t->gap_ns[i];
 	from = timer_late_get(tl);

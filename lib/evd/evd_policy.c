@@ -368,6 +368,17 @@ wake_windowed(const struct evd_policy_env *e, double l, double g, double prev)
 	return g > w || prev > w ? fmax(l, (double)e->cold_wake_ns) : l;
 }
 
+/* The most a wake can be late: L at the calibration's last point, or the
+ * cold wake where a window makes every sleep past it cold (what a
+ * timeout can save at most). */
+static double
+wake_most(const struct evd_policy_env *e)
+{
+	double l = (double)e->wake_ns[EVD_ENV_WAKE_POINTS - 1];
+
+	return e->window_ns != 0 ? fmax(l, (double)e->cold_wake_ns) : l;
+}
+
 /* L of a sleep of g after a halt of @p prev (the window's state). */
 static double
 wake_lat_after(const struct adaptive *a, double g, double prev)
@@ -641,8 +652,7 @@ guard_try_at(const struct adaptive *a, uint64_t G, struct guard_try *g)
 	/* (an environment without T: the timeout's end is not priced, as
 	 * before T was measured) */
 	g->cycle = g->G + (a->late_known ? evd_policy_env_timeout_late_ns(a->env, G) : 0);
-	g->wakes = fmin(floor(a->lambda * priced(a, (double)a->env->wake_ns[EVD_ENV_WAKE_POINTS - 1]) /
-			      g->c), (double)a->guard_wakes);
+	g->wakes = fmin(floor(a->lambda * priced(a, wake_most(a->env)) / g->c), (double)a->guard_wakes);
 }
 
 /* The priced wait of an arrival the loop serves x late (a timeout's
@@ -676,10 +686,12 @@ late_cost(const struct adaptive *a, double g, double x)
  * window after a G past it) or during the next timeout's lateness (C, it
  * waits for the loop). After the last timeout the sleep is unbounded. A
  * last halt past the window adds window_pen. With no timeout (s <= G)
- * that is the cost unbounded, @p none, which the caller has already.
+ * that is the cost unbounded, @p none, which the caller has already; the
+ * gap began @p cold or warm (the window's state before its first sleep).
  */
 static double
-guard_cost(const struct adaptive *a, double g, double t, const struct guard_try *b, double none)
+guard_cost(const struct adaptive *a, double g, double t, const struct guard_try *b, double none,
+	   bool cold)
 {
 	double s = g - t, k = floor(s / b->cycle), r, w = (double)a->env->window_ns;
 	double B = (double)a->env->sleep_wake_ns, pen = a->window ? a->pen[gap_context((uint64_t)g)] : 0;
@@ -694,15 +706,15 @@ guard_cost(const struct adaptive *a, double g, double t, const struct guard_try 
 		 * than the bins (a half octave: 150 us wide at 440 us), so where
 		 * in a cycle the arrival lands is spread: in a sleep (G of the
 		 * cycle: woken warm, L at about G / 2; before the first timeout,
-		 * the sleep unbounded would be that) or in a timeout's
+		 * as the gap began, warm or cold) or in a timeout's
 		 * lateness (T of it: waits about T / 2, with what follows it).
 		 * Taken at the bin's middle alone, a bin landed in one or the
 		 * other: apt-download-2 at 100x, bound at W where it cost 1.63
 		 * against 1.18 unbounded. */
 		double pl = (b->cycle - b->G) / b->cycle;
-		double in_sleep = k == 0 ? none + bs - B
-					 : t + k * b->c + bs +
-						   a->lambda * priced(a, wake_lat_after(a, b->G / 2, b->G));
+		double in_sleep = t + k * b->c + bs +
+				  a->lambda * priced(a, wake_lat_after(a, b->G / 2,
+								       k == 0 ? (cold ? INFINITY : 0) : b->G));
 
 		return (1 - pl) * in_sleep +
 		       pl * (t + (k + 1) * b->c + a->lambda * late_cost(a, g, (b->cycle - b->G) / 2));
@@ -762,7 +774,7 @@ guard_pick(const struct adaptive *a, const double *w, uint64_t thr, bool cold, u
 		none = model_cost_at(a, g, t, cold) + window_pen(a, g, t);
 		cost[0] += w[i] * none;
 		for (int k = 0; k < nb; k++)
-			cost[k + 1] += w[i] * guard_cost(a, g, t, &b[k], none);
+			cost[k + 1] += w[i] * guard_cost(a, g, t, &b[k], none, cold);
 	}
 	least = cost[0];
 	for (int k = 0; k < nb; k++)
@@ -1013,7 +1025,7 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 				(a->lat_budget_ns - a->nap_late_ns) / 1e3,
 				2.0 * (double)env->sleep_wake_ns / 1e3);
 	}
-	a->guard_wakes = (uint32_t)fmin(a->lambda * priced(a, (double)env->wake_ns[EVD_ENV_WAKE_POINTS - 1]) /
+	a->guard_wakes = (uint32_t)fmin(a->lambda * priced(a, wake_most(env)) /
 					 fmax((double)env->sleep_wake_ns, 1.0), 1000.0);
 	a->guard_auto = guard_us == GUARD_AUTO && a->learn && a->guard_wakes > 0;
 	for (int c = 0; c < CONTEXTS; c++)
@@ -1172,10 +1184,12 @@ prewake_learn(struct adaptive *a, struct pw_slot *sl, uint64_t now, uint64_t g)
 			sl->run++;
 	}
 	if (sl->run >= PW_RUN) {
+		/* (what it saves: the wake, cold past the window; how early
+		 * it wakes: L, the old figure) */
 		double lat = wake_lat(a, (uint64_t)sl->mean);
 		double margin = 3 * sl->dev + lat;
 
-		if (margin < a->lambda * priced(a, lat) && sl->mean - margin > (double)a->threshold_ns &&
+		if (margin < a->lambda * priced(a, wake_lat_after(a, sl->mean, 0)) && sl->mean - margin > (double)a->threshold_ns &&
 		    sl->mean - margin > (double)a->env->sleep_wake_ns) {
 			sl->wake_at = now + (uint64_t)(sl->mean - margin);
 			sl->end_at = now + (uint64_t)(sl->mean + 3 * sl->dev + margin);
