@@ -1221,12 +1221,12 @@ prewake_learn(struct adaptive *a, struct pw_slot *sl, uint64_t now, uint64_t g)
 			sl->run++;
 	}
 	if (sl->run >= PW_RUN) {
-		/* (what it saves: the wake, cold past the window; how early
-		 * it wakes: L, the old figure) */
+		/* what it saves: the wake, cold past the window; how early it
+		 * wakes: L */
 		double lat = wake_lat(a, (uint64_t)sl->mean);
-		double margin = 3 * sl->dev + lat;
+		double margin = 3 * sl->dev + lat, saves = wake_lat_after(a, sl->mean, 0);
 
-		if (margin < a->lambda * priced(a, wake_lat_after(a, sl->mean, 0)) && sl->mean - margin > (double)a->threshold_ns &&
+		if (margin < a->lambda * priced(a, saves) && sl->mean - margin > (double)a->threshold_ns &&
 		    sl->mean - margin > (double)a->env->sleep_wake_ns) {
 			sl->wake_at = now + (uint64_t)(sl->mean - margin);
 			sl->end_at = now + (uint64_t)(sl->mean + 3 * sl->dev + margin);
@@ -2387,7 +2387,8 @@ evd_policy_env_set(const struct evd_policy_env *e)
 	    (e->timeout_at_ns[0] == 0 && (e->timeout_ns[0] != 0 || e->timeout_late_ns[0] != 0)) ||
 	    e->timeout_ns[0] > EVD_ENV_GIVEN_MAX_NS || e->timeout_ns[1] > EVD_ENV_GIVEN_MAX_NS ||
 	    e->timeout_late_ns[0] > EVD_ENV_GIVEN_MAX_NS ||
-	    e->timeout_late_ns[1] > EVD_ENV_GIVEN_MAX_NS || e->window_ns > EVD_ENV_GIVEN_MAX_NS || e->cold_wake_ns > EVD_ENV_GIVEN_MAX_NS ||
+	    e->timeout_late_ns[1] > EVD_ENV_GIVEN_MAX_NS || e->window_ns > EVD_ENV_GIVEN_MAX_NS ||
+	    e->cold_wake_ns > EVD_ENV_GIVEN_MAX_NS ||
 	    (e->window_ns != 0 && e->cold_wake_ns == 0))
 		return -EINVAL;
 	pthread_mutex_lock(&env_lock);
