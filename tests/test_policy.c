@@ -1472,6 +1472,41 @@ test_window_wake(void)
 	CHECK_EQ(evd_policy_env_wake_after_ns(e, 5000000, 0), evd_policy_env_wake_ns(e, 5000000));
 }
 
+/* Pre-wake where the host has a window: a source every 500 us (+-2 us).
+ * Its sleeps outlast W, so the wake that pre-wake saves is cold (72.6 us,
+ * where L(500 us) interpolated is 63.8), and so is its own timer's wake:
+ * the margin it wakes early by is priced cold too. At lambda 1 the margin
+ * then costs more than it saves, as without a window; priced cold on the
+ * saving's side only, it pre-woke (a timeout of 433 us). At lambda 4 it
+ * pays. */
+static uint64_t
+window_prewake_arg(const char *spec)
+{
+	struct evd_policy *p;
+	uint64_t now = 1000000000ull, rnd = 7, arg;
+
+	CHECK_EQ(evd_policy_create(spec, &p), 0);
+	for (int i = 0; i < 200; i++) {
+		now += 500000 - 2000 + test_xorshift(&rnd) % 4001;
+		evd_policy_events(p, now, 1);
+	}
+	CHECK(first_sleep_arg(p, now, 50000, &arg) != UINT64_MAX);
+	evd_policy_destroy(p);
+	return arg;
+}
+
+static void
+test_adaptive_window_prewake(void)
+{
+	uint64_t a1 = window_prewake_arg("adaptive:guard_us=0");
+	uint64_t a4 = window_prewake_arg("adaptive:lambda_pct=400,guard_us=0");
+
+	printf("  500 us period: sleep timeout at lambda 1 %" PRIu64 " ns, at 4 %" PRIu64
+	       " ns (0: none)\n", a1, a4);
+	CHECK_EQ(a1, 0);
+	CHECK(a4 > 0 && a4 < 500000);
+}
+
 /* A gap that starts with the window shut (the last halt outlasted W) has
  * rules of its own, and spinning does not open the window: only a halt
  * within it does.
@@ -1574,6 +1609,7 @@ main(int argc, char **argv)
 
 		CHECK_EQ(evd_policy_env_set(&e), 0);
 		TEST(test_window_wake);
+		TEST(test_adaptive_window_prewake);
 		TEST(test_adaptive_window_bound);
 		TEST(test_adaptive_window_cold);
 		return 0;

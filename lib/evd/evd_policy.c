@@ -1221,12 +1221,15 @@ prewake_learn(struct adaptive *a, struct pw_slot *sl, uint64_t now, uint64_t g)
 			sl->run++;
 	}
 	if (sl->run >= PW_RUN) {
-		/* what it saves: the wake, cold past the window; how early it
-		 * wakes: L */
-		double lat = wake_lat(a, (uint64_t)sl->mean);
-		double margin = 3 * sl->dev + lat, saves = wake_lat_after(a, sl->mean, 0);
+		/* what it saves, the wake, and how early it must wake, its
+		 * timer's as late: cold past the window, both (priced cold on
+		 * one side only, pre-wake paid at lambda 1 wherever Lc was over
+		 * L(mean) by 3 deviations: test_adaptive_prewake on a machine
+		 * that measured Lc over L(10 ms)) */
+		double lat = wake_lat_after(a, sl->mean, 0);
+		double margin = 3 * sl->dev + lat;
 
-		if (margin < a->lambda * priced(a, saves) && sl->mean - margin > (double)a->threshold_ns &&
+		if (margin < a->lambda * priced(a, lat) && sl->mean - margin > (double)a->threshold_ns &&
 		    sl->mean - margin > (double)a->env->sleep_wake_ns) {
 			sl->wake_at = now + (uint64_t)(sl->mean - margin);
 			sl->end_at = now + (uint64_t)(sl->mean + 3 * sl->dev + margin);
