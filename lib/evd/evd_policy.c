@@ -181,6 +181,19 @@ struct pw_slot {
 	uint64_t wake_at, end_at;     /* 0: no pre-wake; else sleep until wake_at, poll to end_at */
 };
 
+/* The bounds guard_pick weighs, besides none (and the window's, W). */
+static const uint64_t guard_try_ns[] = { 1000000, 2000000, 3000000, 5000000, 10000000 };
+#define GUARD_TRIES (RTE_DIM(guard_try_ns) + 1)
+
+/* A bound guard_pick weighs: G, its timeout's CPU C(G), its cycle G + T(G)
+ * (the loop runs again T(G) after the timeout), and the timeouts a gap
+ * gets: as many C as the priced L of the longest sleep, the most they can
+ * save on it. */
+struct guard_try {
+	double G, c, cycle, wakes;
+	double bs; /* a sleep under the bound that a notification ends: its CPU */
+};
+
 struct adaptive {
 	const struct evd_policy_env *env;
 	double log_at[EVD_ENV_WAKE_POINTS]; /* log of env->wake_at_ns: wake_lat reads it */
@@ -266,6 +279,10 @@ struct adaptive {
 	double bv[GAP_BINS];          /* bin_value(i) */
 	int bcls[GAP_BINS];           /* gap_context(bin_value(i)) */
 	double td[GAP_BINS + 1];      /* t_ns[j] as a double */
+	/* the bounds guard_pick weighs (W first), taken once: they depend on
+	 * the environment and the knobs only; gtry_ok: one timeout or more */
+	struct guard_try gtry[GUARD_TRIES];
+	bool gtry_ok[GUARD_TRIES];
 };
 
 static int
@@ -660,19 +677,6 @@ sup_choose(struct adaptive *a)
 	}
 }
 
-/* The bounds guard_pick weighs, besides none (and the window's, W). */
-static const uint64_t guard_try_ns[] = { 1000000, 2000000, 3000000, 5000000, 10000000 };
-#define GUARD_TRIES (RTE_DIM(guard_try_ns) + 1)
-
-/* A bound guard_pick weighs: G, its timeout's CPU C(G), its cycle G + T(G)
- * (the loop runs again T(G) after the timeout), and the timeouts a gap
- * gets: as many C as the priced L of the longest sleep, the most they can
- * save on it. */
-struct guard_try {
-	double G, c, cycle, wakes;
-	double bs; /* a sleep under the bound that a notification ends: its CPU */
-};
-
 static void
 guard_try_at(const struct adaptive *a, uint64_t G, struct guard_try *g)
 {
@@ -775,16 +779,15 @@ static uint64_t
 guard_pick(const struct adaptive *a, const double *w, uint64_t thr, bool cold, uint64_t *span)
 {
 	double cost[GUARD_TRIES + 1] = { 0 }, least, t = (double)thr;
-	struct guard_try b[GUARD_TRIES];
+	const struct guard_try *b[GUARD_TRIES];
 	int nb = 0, best = -1;
 
 	*span = 0;
 	/* (a bound whose timeout costs more than the priced L it could save
 	 * gets no timeout: left out) */
-	if (a->win_live)
-		guard_try_at(a, a->env->window_ns, &b[nb]), nb += b[nb].wakes >= 1;
-	for (size_t k = 0; k < RTE_DIM(guard_try_ns); k++)
-		guard_try_at(a, guard_try_ns[k], &b[nb]), nb += b[nb].wakes >= 1;
+	for (int k = a->win_live ? 0 : 1; k < (int)GUARD_TRIES; k++)
+		if (a->gtry_ok[k])
+			b[nb++] = &a->gtry[k];
 	if (nb == 0)
 		return UINT64_MAX;
 	/* gaps shorter than the threshold have no sleep, the same cost under
@@ -792,14 +795,14 @@ guard_pick(const struct adaptive *a, const double *w, uint64_t thr, bool cold, u
 	 * no timeout, but where a timer's CPU was measured a sleep with one
 	 * armed costs more (evd_policy_env_bounded_sleep_ns): they count too
 	 * (a threshold of never leaves none) */
-	if (thr >= UINT64_MAX - (uint64_t)b[0].G)
+	if (thr >= UINT64_MAX - (uint64_t)b[0]->G)
 		return UINT64_MAX;
-	for (int i = a->c_known ? gap_bin(thr) : gap_bin(thr + (uint64_t)b[0].G); i < GAP_BINS; i++) {
+	for (int i = a->c_known ? gap_bin(thr) : gap_bin(thr + (uint64_t)b[0]->G); i < GAP_BINS; i++) {
 		double g, none;
 
 		/* a bin halved to under 1 % of a gap weighs nothing here (the
 		 * halving never empties one): not worth a wake latency's log */
-		if (w[i] < 0.01 || (g = a->bv[i]) <= t || (!a->c_known && g <= t + b[0].G))
+		if (w[i] < 0.01 || (g = a->bv[i]) <= t || (!a->c_known && g <= t + b[0]->G))
 			continue;
 		if (!a->window) {
 			none = model_cost_at(a, g, t, cold);
@@ -811,7 +814,7 @@ guard_pick(const struct adaptive *a, const double *w, uint64_t thr, bool cold, u
 		}
 		cost[0] += w[i] * none;
 		for (int k = 0; k < nb; k++)
-			cost[k + 1] += w[i] * guard_cost(a, g, t, &b[k], none, cold);
+			cost[k + 1] += w[i] * guard_cost(a, g, t, b[k], none, cold);
 	}
 	least = cost[0];
 	for (int k = 0; k < nb; k++)
@@ -821,8 +824,8 @@ guard_pick(const struct adaptive *a, const double *w, uint64_t thr, bool cold, u
 		}
 	if (best < 0)
 		return UINT64_MAX;
-	*span = (uint64_t)(b[best].wakes * b[best].cycle);
-	return (uint64_t)b[best].G;
+	*span = (uint64_t)(b[best]->wakes * b[best]->cycle);
+	return (uint64_t)b[best]->G;
 }
 
 /* With a window: per class of gap (the context of the gap after it), what
@@ -1065,6 +1068,10 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 	a->guard_wakes = (uint32_t)fmin(a->lambda * priced(a, wake_most(env)) /
 					 fmax((double)env->sleep_wake_ns, 1.0), 1000.0);
 	a->guard_auto = guard_us == GUARD_AUTO && a->learn && a->guard_wakes > 0;
+	for (int k = 0; k < (int)GUARD_TRIES; k++) {
+		guard_try_at(a, k == 0 ? env->window_ns : guard_try_ns[k - 1], &a->gtry[k]);
+		a->gtry_ok[k] = a->gtry[k].wakes >= 1 && (k > 0 || a->window);
+	}
 	for (int c = 0; c < CONTEXTS; c++)
 		a->ctx_guard[c] = a->ctx_guard_cold[c] = UINT64_MAX; /* none until the first update */
 	a->pooled_guard = a->pooled_guard_cold = UINT64_MAX;
