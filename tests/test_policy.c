@@ -1504,7 +1504,8 @@ test_adaptive_window_prewake(void)
 	printf("  500 us period: sleep timeout at lambda 1 %" PRIu64 " ns, at 4 %" PRIu64
 	       " ns (0: none)\n", a1, a4);
 	CHECK_EQ(a1, 0);
-	CHECK(a4 > 0 && a4 < 500000);
+	/* 424 us: 500 less the margin priced cold; priced warm, 433 */
+	CHECK(a4 > 0 && a4 < 430000);
 }
 
 /* A gap that starts with the window shut (the last halt outlasted W) has

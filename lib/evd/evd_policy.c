@@ -807,10 +807,15 @@ guard_pick(const struct adaptive *a, const double *w, uint64_t thr, bool cold, u
 		if (!a->window) {
 			none = model_cost_at(a, g, t, cold);
 		} else {
-			double past = bin_past(a, i, t);
+			double past;
 
-			none = (cold ? model_cost_at(a, g, t, true) : bin_cost_warm(a, i, t, &past)) +
-			       past * a->pen[a->bcls[i]];
+			if (cold) {
+				none = model_cost_at(a, g, t, true);
+				past = bin_past(a, i, t);
+			} else {
+				none = bin_cost_warm(a, i, t, &past);
+			}
+			none += past * a->pen[a->bcls[i]];
 		}
 		cost[0] += w[i] * none;
 		for (int k = 0; k < nb; k++)
