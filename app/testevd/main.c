@@ -57,8 +57,8 @@ has_opt(int argc, char **argv, const char *const *names)
  * wait ends: --score's naps and timeouts; without it L stands in), and
  * after it optionally a third "C(100us) C(1ms) Lc W" (a timeout's CPU, 0 0
  * for B; the host's halt window W, a sleep past it or within it after a
- * longer one waking in at least Lc, 0 0 for none: evd_policy_env), with '#' comments and blank
- * lines, as --save-calibration writes them. Anything else is refused, with
+ * longer one waking in at least Lc, 0 0 for none: evd_policy_env), with
+ * '#' comments and blank lines, as --save-calibration writes them. Anything else is refused, with
  * the line: a fourth line of numbers, a sign, a value out of range (B 1 ns
  * to 10 ms, the others up to 1 s: the most a machine's sleep or wake can
  * plausibly cost; beyond, the model's figures overflow), a C at one point
@@ -193,8 +193,8 @@ calibration_save(const char *path)
 		"%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n"
 		"# how late a timed wait ends, T, after 10 us, 100 us, 1 ms, 10 ms (naps, timeouts)\n"
 		"%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n"
-		"# a timeout's CPU C after 100 us, 1 ms (0 0: B stands in); a sleep within the host's\n"
-		"# halt window W after a longer one wakes in Lc (W 0: no window)\n"
+		"# a timeout's CPU C after 100 us, 1 ms (0 0: B stands in); a sleep past the host's\n"
+		"# halt window W, or within it after a longer one, wakes in at least Lc (W 0: no window)\n"
 		"%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", e->sleep_wake_ns,
 		e->wake_ns[0], e->wake_ns[1], e->wake_ns[2], e->wake_ns[3], t[0], t[1], t[2], t[3],
 		e->timeout_ns[0], e->timeout_ns[1], e->cold_wake_ns, e->window_ns);

@@ -181,8 +181,9 @@ oracle_step(double oc[2], uint64_t g, double lambda)
  * and how much is the shape (a threshold) itself. (With a halt window a
  * threshold's cost in one context depends on what the others left the
  * window: each threshold follows its own state as if it ruled every
- * context, so the per-context figure is then an estimate, not a bound.) The contexts repeat the
- * library's (gap_context() in evd_policy.c, which it keeps to itself).
+ * context, so the per-context figure is then an estimate, not a bound.)
+ * The contexts repeat the library's (gap_context() in evd_policy.c, which
+ * it keeps to itself).
  */
 #define HS_GAPS 4
 #define HS_SOURCES 8

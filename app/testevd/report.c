@@ -161,7 +161,7 @@ report_calibration(FILE *f)
 		(double)e->sleep_wake_ns / 1e3, (double)e->wake_ns[0] / 1e3,
 		(double)e->wake_ns[1] / 1e3, (double)e->wake_ns[2] / 1e3, (double)e->wake_ns[3] / 1e3);
 	fprintf(f, "  timeout CPU C after 100 us, 1 ms: %.1f %.1f us%s; host halt window %.0f us "
-		"(a sleep within it after a longer one wakes in %.1f us)%s\n",
+		"(a sleep past it, or within it after a longer one, wakes in at least %.1f us)%s\n",
 		evd_policy_env_timeout_ns(e, 100000) / 1e3, evd_policy_env_timeout_ns(e, 1000000) / 1e3,
 		e->timeout_ns[0] == 0 ? " (B's: not measured)" : "", (double)e->window_ns / 1e3,
 		(double)e->cold_wake_ns / 1e3, e->window_ns == 0 ? ", none" : "");

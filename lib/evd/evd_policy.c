@@ -364,6 +364,13 @@ timeout_cpu_known(const struct evd_policy_env *e)
 	return e->timeout_at_ns[0] != 0 && e->timeout_ns[0] != 0 && e->timeout_ns[1] != 0;
 }
 
+/* Whether it has T (a given one may not: L stands in). */
+static bool
+timeout_late_known(const struct evd_policy_env *e)
+{
+	return e->timeout_at_ns[0] != 0 && e->timeout_late_ns[0] != 0 && e->timeout_late_ns[1] != 0;
+}
+
 /* The policy's L: the points' logs were taken at create (one log() a
  * figure, not three; guard_pick takes up to six figures a bin). */
 static double
@@ -1042,8 +1049,7 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 		return -ENOMEM;
 	a->env = env;
 	a->window = env->window_ns != 0 && env->cold_wake_ns != 0;
-	a->late_known = env->timeout_at_ns[0] != 0 && env->timeout_late_ns[0] != 0 &&
-			env->timeout_late_ns[1] != 0;
+	a->late_known = timeout_late_known(env);
 	a->c_known = timeout_cpu_known(env);
 	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++)
 		a->log_at[k] = log((double)env->wake_at_ns[k]);
@@ -1309,10 +1315,8 @@ adaptive_wake(void *st, uint64_t now, uint64_t slept, enum evd_wake_reason why)
 	 * slept less its wake latency: the cold wake where the window was
 	 * shut, L at W where it was open */
 	if (a->window && slept != 0) {
-		double w = (double)a->env->window_ns, late = wake_lat(a, a->env->window_ns);
+		double w = (double)a->env->window_ns, late = wake_lat_after(a, w, a->cold ? INFINITY : 0);
 
-		if (a->cold)
-			late = fmax(late, (double)a->env->cold_wake_ns);
 		a->cold = why == EVD_WAKE_TIMEOUT && a->asked_ns != 0
 				  ? RTE_MIN(a->asked_ns, slept) > a->env->window_ns
 				  : (double)slept - late > w;
@@ -2337,7 +2341,7 @@ evd_policy_env_bounded_sleep_ns(const struct evd_policy_env *e, uint64_t g)
 double
 evd_policy_env_timeout_late_ns(const struct evd_policy_env *e, uint64_t g)
 {
-	if (e->timeout_at_ns[0] == 0 || e->timeout_late_ns[0] == 0 || e->timeout_late_ns[1] == 0)
+	if (!timeout_late_known(e))
 		return wake_interp(e, NULL, g);
 	return timeout_interp(e, e->timeout_late_ns, g);
 }
