@@ -24,6 +24,10 @@ extern int evd__logtype;
 void evd__cal_reduce(uint64_t lat[][EVD__CAL_MAX_WAKES], const int *n, uint64_t *wake_ns,
 		     int *stalls, int *lowered);
 
+/* adaptive's gap histogram bin of a gap in ns (evd_policy.c;
+ * tests/test_gap_bin.c) */
+int evd__gap_bin(uint64_t g);
+
 /* A policy instance: its ops and state. */
 struct evd_policy {
 	const struct evd_policy_ops *ops;
