@@ -18,6 +18,8 @@
  *   the source is poll-only, and its destroy leaves that attachment alone;
  * - the tap port stopped and started again under a source: packets sent
  *   after the restart still wake the sleeping loop (no sleep timeout);
+ * - a source made while the tap port is stopped: poll-only, and the log
+ *   says the port is not started (its vectors come at start);
  * - hot removal of the tap port while its queue is armed and the loop
  *   sleeps: the source is told, leaves the loop, no crash, no hang, and the
  *   loop goes on serving its other source.
@@ -308,6 +310,41 @@ test_attached_elsewhere(uint16_t port)
 	close(app_ep);
 	/* and a source made now has the interrupt */
 	CHECK_EQ(evd_ethdev_rxq_create(port, 0, "tap", NULL, on_pkts, &c, &src), 0);
+	CHECK(evd_ethdev_rxq_has_interrupt(src));
+	CHECK_EQ(evd_source_destroy(src), 0);
+}
+
+/*
+ * A source made on a port that is not started: net_tap (as vhost and NIC
+ * PMDs) sets its queues' interrupt vectors up at rte_eth_dev_start, and
+ * ethdev answers -EPERM ("Rx Intr vector unset") before. The source is
+ * poll-only, and the log says why, naming the start, not EPERM's
+ * "Operation not permitted".
+ */
+static void
+test_before_start(uint16_t port, int afp)
+{
+	struct evd_source *src;
+	struct counter c = { 0 };
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *log = open_memstream(&buf, &len);
+
+	CHECK(log != NULL);
+	CHECK_EQ(rte_eth_dev_stop(port), 0);
+	CHECK_EQ(rte_openlog_stream(log), 0);
+	CHECK_EQ(evd_ethdev_rxq_create(port, 0, "early", NULL, on_pkts, &c, &src), 0);
+	rte_openlog_stream(NULL);
+	fclose(log);
+	printf("before start: %s", buf);
+	CHECK(!evd_ethdev_rxq_has_interrupt(src));
+	CHECK(strstr(buf, "early: port") != NULL && strstr(buf, "not started yet") != NULL);
+	free(buf);
+	CHECK_EQ(evd_source_destroy(src), 0);
+	CHECK_EQ(rte_eth_dev_start(port), 0);
+	kernel_side_running(afp);
+	/* made after the start: the interrupt */
+	CHECK_EQ(evd_ethdev_rxq_create(port, 0, "late", NULL, on_pkts, &c, &src), 0);
 	CHECK(evd_ethdev_rxq_has_interrupt(src));
 	CHECK_EQ(evd_source_destroy(src), 0);
 }
@@ -726,6 +763,7 @@ main(void)
 	TEST_ARGS(test_ring_poll_only, tap_port, ring_port, ring);
 	TEST_ARGS(test_attached_elsewhere, tap_port);
 	TEST_ARGS(test_restart, tap_port, afp);
+	TEST_ARGS(test_before_start, tap_port, afp);
 	TEST_ARGS(test_queue_rules, ring_port);
 	TEST(test_vhost_link);
 	TEST_ARGS(test_hot_removal, tap_port);
