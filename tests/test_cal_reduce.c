@@ -15,6 +15,8 @@
  * - A mixture stays: 13 and 76 us wakes after 100 us (the host's halt
  *   polling found or missed) average between; 2 us wakes with 120 us ones
  *   (a deep C-state) too: under the 500 us floor.
+ * - The window: with Lc over twice L, L(100 us) of a mixture is its warm
+ *   wakes' alone (the cold ones are the window's step, priced with Lc).
  * - A point with under 3 wakes keeps the fallback, and later points are
  *   raised to the one before; a fallback between measured points lowers
  *   neither (it used to bring the points before it down to itself).
@@ -169,6 +171,50 @@ test_too_few(void)
 	CHECK(near(p.l[1], 80 * US) && near(p.l[2], 80 * US));
 }
 
+/*
+ * The window (evd__cal_window): 100 us sleeps after 2 ms ones woke in Lc.
+ * L(100 us) a mixture, 13 us wakes with 76 us ones (some found the window
+ * shut): with a window, the warm ones alone; no window, the mixture stays.
+ */
+static void
+test_window(void)
+{
+	static const int slow[] = { 0, 3, 6, 9 };
+	struct pts p;
+	uint64_t w;
+
+	normal(&p);
+	fill(&p, 1, 11, 13 * US, 76 * US, slow, 4);
+	reduce(&p);
+	CHECK(p.l[1] > 30 * US); /* the mixture */
+	w = evd__cal_window(p.lat[1], p.n[1], p.l, 80 * US);
+	printf("  window %.0f us, L(100 us) %.1f us\n", (double)w / 1e3, (double)p.l[1] / 1e3);
+	CHECK_EQ(w, 100 * US);
+	CHECK(near(p.l[1], 13 * US));
+	/* Lc under twice L(10 us): no window, L as it was */
+	normal(&p);
+	fill(&p, 1, 11, 13 * US, 76 * US, slow, 4);
+	reduce(&p);
+	uint64_t mix = p.l[1];
+
+	CHECK_EQ(evd__cal_window(p.lat[1], p.n[1], p.l, 20 * US), 0);
+	CHECK_EQ(p.l[1], mix);
+	/* a window, but 2 warm wakes of 11: L(100 us) stays */
+	normal(&p);
+	fill(&p, 1, 11, 76 * US, 0, NULL, 0);
+	p.lat[1][0] = p.lat[1][1] = 13 * US;
+	reduce(&p);
+	mix = p.l[1];
+	CHECK_EQ(evd__cal_window(p.lat[1], p.n[1], p.l, 80 * US), 100 * US);
+	CHECK_EQ(p.l[1], mix);
+	/* warm wakes under L(10 us): L(100 us) no lower than L(10 us) */
+	normal(&p);
+	fill(&p, 1, 11, 5 * US, 76 * US, slow, 4);
+	reduce(&p);
+	CHECK_EQ(evd__cal_window(p.lat[1], p.n[1], p.l, 80 * US), 100 * US);
+	CHECK_EQ(p.l[1], p.l[0]);
+}
+
 int
 main(void)
 {
@@ -177,5 +223,6 @@ main(void)
 	TEST(test_stretch);
 	TEST(test_mixtures);
 	TEST(test_too_few);
+	TEST(test_window);
 	return 0;
 }

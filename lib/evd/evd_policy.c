@@ -2120,6 +2120,38 @@ evd__cal_reduce(uint64_t lat[][CAL_MAX_WAKES], const int *n, uint64_t *wake_ns, 
 			wake_ns[k] = RTE_MAX(wake_ns[k], wake_ns[k - 1]);
 }
 
+/*
+ * The host's halt window from the cold wakes (Lc: 100 us sleeps after 2 ms
+ * ones): W is the 100 us point where Lc is over twice the shorter of
+ * L(10 us) and L(100 us) (the shorter: a block of 100 us sleeps reads a
+ * mixture now and then, 49 against 10 us here, when some of its wakes
+ * found the window shut). With a window, L(100 us) is the mean of the
+ * point's warm wakes alone (@p lat, its counted wakes, sorted by
+ * evd__cal_reduce), those under the geometric mean of that shorter L and
+ * Lc: the cold ones are the window's step, which the model prices at W
+ * with Lc, and counted in L too they raised L at every gap under 100 us
+ * (it is interpolated on log g from L(10 us)). Nine calibrations in a row
+ * here read L(100 us) 10.4 to 53.8 us, three over 20 (a 50k/s forwarder
+ * that calibrated 57.7 spun through its run). Fewer than 3 warm wakes:
+ * L(100 us) stays. Internal, not static: tests/test_cal_reduce.c drives it.
+ * Returns W (0: no window); may lower wake_ns[1], never under wake_ns[0].
+ */
+uint64_t
+evd__cal_window(const uint64_t *lat, int n, uint64_t *wake_ns, uint64_t cold_ns)
+{
+	uint64_t least = RTE_MIN(wake_ns[0], wake_ns[1]), cut;
+	int warm = 0;
+
+	if (cold_ns <= 2 * least)
+		return 0;
+	cut = (uint64_t)sqrt((double)least * (double)cold_ns);
+	while (warm < n && lat[warm] < cut)
+		warm++;
+	if (warm >= 3)
+		wake_ns[1] = RTE_MAX(RTE_MIN(wake_ns[1], trimmed_mean(lat, warm)), wake_ns[0]);
+	return cal_at[1];
+}
+
 /* C(g): the thread's CPU for a timed wait that ends by its timeout, the
  * way the loop waits (epoll_pwait2 with nothing ready; the loop's 1 us
  * timer slack), the median of each point's counted waits. Left 0 (B
@@ -2234,11 +2266,7 @@ cal_sleeper(void *arg)
 	pthread_join(th, NULL);
 	if (ok) {
 		env.cold_wake_ns = cal_point(cold, nc, &c->stalls);
-		/* against the shorter of L(10 us) and L(100 us): a block of 100 us
-		 * sleeps reads a mixture now and then (49 against 10 us here)
-		 * when some of its wakes found the window shut */
-		if (env.cold_wake_ns > 2 * RTE_MIN(env.wake_ns[0], env.wake_ns[1]))
-			env.window_ns = cal_at[1];
+		env.window_ns = evd__cal_window(lat[1], nl[1], env.wake_ns, env.cold_wake_ns);
 		cal_timeouts(epfd, ovh);
 	}
 	if (c->nb >= 5) {

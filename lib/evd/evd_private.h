@@ -18,11 +18,12 @@ extern int evd__logtype;
 #define EVD_LOG(level, fmt, ...) \
 	rte_log(RTE_LOG_##level, evd__logtype, "EVD: " fmt "\n", ##__VA_ARGS__)
 
-/* The calibration's wakes per point, at most, and its reduction of them
- * to L (evd_policy.c; tests/test_cal_reduce.c). */
+/* The calibration's wakes per point, at most, its reduction of them to L,
+ * and its window (evd_policy.c; tests/test_cal_reduce.c). */
 #define EVD__CAL_MAX_WAKES 14
 void evd__cal_reduce(uint64_t lat[][EVD__CAL_MAX_WAKES], const int *n, uint64_t *wake_ns,
 		     int *stalls, int *lowered);
+uint64_t evd__cal_window(const uint64_t *lat, int n, uint64_t *wake_ns, uint64_t cold_ns);
 
 /* adaptive's gap histogram bin of a gap in ns (evd_policy.c;
  * tests/test_gap_bin.c) */
