@@ -329,13 +329,15 @@ test_before_start(uint16_t port, int afp)
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *log = open_memstream(&buf, &len);
+	int rc;
 
 	CHECK(log != NULL);
 	CHECK_EQ(rte_eth_dev_stop(port), 0);
 	CHECK_EQ(rte_openlog_stream(log), 0);
-	CHECK_EQ(evd_ethdev_rxq_create(port, 0, "early", NULL, on_pkts, &c, &src), 0);
+	rc = evd_ethdev_rxq_create(port, 0, "early", NULL, on_pkts, &c, &src);
 	rte_openlog_stream(NULL);
 	fclose(log);
+	CHECK_EQ(rc, 0);
 	printf("before start: %s", buf);
 	CHECK(!evd_ethdev_rxq_has_interrupt(src));
 	CHECK(strstr(buf, "early: port") != NULL && strstr(buf, "not started yet") != NULL);

@@ -496,15 +496,17 @@ evd_ethdev_rxq_create(uint16_t port_id, uint16_t queue_id, const char *name,
 	}
 	rc = c->no_interrupt ? -ENOTSUP : attach_interrupt(q);
 	if (rc < 0) {
-		/* No Rx interrupt here: poll-only, bounded sleeps. -EPERM is
-		 * ethdev's "Rx Intr vector unset": the port has an interrupt
-		 * handle, and PMDs set the queues' vectors up at start, with
-		 * intr_conf.rxq (rte_eth_dev_conf_get is experimental in 22.11:
-		 * which of the two is not asked) */
-		if (rc == -EPERM)
-			ETH_LOG(WARNING, "%s: port %u has no Rx interrupt vectors: not started yet "
-				"(PMDs set them up at rte_eth_dev_start: make the source after it), "
-				"or configured without intr_conf.rxq = 1: poll-only", name, port_id);
+		/* No Rx interrupt here: poll-only, bounded sleeps. -EPERM with
+		 * no fd for the queue is ethdev's "Rx Intr vector unset": the
+		 * port has an interrupt handle, and PMDs set the queues' vectors
+		 * up at start, with intr_conf.rxq (rte_eth_dev_conf_get is
+		 * experimental in 22.11: which of the two is not asked). With
+		 * an fd, -EPERM is EAL's answer to a failed epoll_ctl or a
+		 * vector past the port's event fds: the message below. */
+		if (rc == -EPERM && rte_eth_dev_rx_intr_ctl_q_get_fd(port_id, queue_id) < 0)
+			ETH_LOG(WARNING, "%s: port %u has no Rx interrupt vectors: configured without "
+				"intr_conf.rxq = 1, or not started yet (PMDs set them up at "
+				"rte_eth_dev_start: make the source after it): poll-only", name, port_id);
 		else if (!c->no_interrupt)
 			ETH_LOG(INFO, "%s: no Rx interrupt (%s; intr_conf.rxq set, PMD %s?): "
 				"poll-only", name, strerror(-rc), info.driver_name);
