@@ -1285,13 +1285,20 @@ static struct pw_slot *
 pw_slot_of(struct adaptive *a, uint32_t id)
 {
 	struct pw_slot *oldest = NULL;
-	uint32_t c0, slot;
+	uint32_t c0, slot, running = (uint32_t)a->ctx / GAP_CONTEXTS;
 
 	for (int i = 0; i < PW_SLOTS; i++) {
 		struct pw_slot *sl = &a->pw[i];
 
 		if (sl->used && sl->id == id)
 			return sl;
+		/* never the slot whose source began the gap now ending: its
+		 * sample is learned in that slot's contexts (adaptive_events,
+		 * after this), and would land in a newcomer's. It is the most
+		 * recent source, but sources served in one round tie, and the
+		 * first of a tie went: a ninth source in a busy round took it */
+		if (sl->used && (uint32_t)i == running)
+			continue;
 		if (oldest == NULL || (oldest->used && (!sl->used || sl->last_ns < oldest->last_ns)))
 			oldest = sl; /* the first free slot, else the least recent */
 	}
@@ -1316,6 +1323,28 @@ pw_slot_of(struct adaptive *a, uint32_t id)
 	}
 	a->n_ctx_used = RTE_MAX(a->n_ctx_used, c0 + GAP_CONTEXTS);
 	return oldest;
+}
+
+/* For tests/test_policy_slots.c (internal): the weight adaptive's gap
+ * histograms hold for source @p id (its slot's contexts); -ENOENT: no slot
+ * holds it; -EINVAL: not adaptive. */
+int
+evd__adaptive_source_weight(const struct evd_policy *p, uint32_t id, double *w)
+{
+	const struct adaptive *a;
+
+	if (p == NULL || strcmp(p->ops->name, "adaptive") != 0)
+		return -EINVAL;
+	a = p->state;
+	for (int i = 0; i < PW_SLOTS; i++)
+		if (a->pw[i].used && a->pw[i].id == id) {
+			*w = 0;
+			for (int c = i * GAP_CONTEXTS; c < (i + 1) * GAP_CONTEXTS; c++)
+				for (int b = 0; b < GAP_BINS; b++)
+					*w += a->w[c][b];
+			return 0;
+		}
+	return -ENOENT;
 }
 
 /* A nap ended: how late (its timer's wake, this machine's and this load's)?

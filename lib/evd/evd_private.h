@@ -28,6 +28,9 @@ uint64_t evd__cal_window(const uint64_t *lat, int n, uint64_t *wake_ns, uint64_t
 /* adaptive's gap histogram bin of a gap in ns (evd_policy.c;
  * tests/test_gap_bin.c) */
 int evd__gap_bin(uint64_t g);
+/* the weight adaptive's histograms hold for a source (evd_policy.c;
+ * tests/test_policy_slots.c) */
+int evd__adaptive_source_weight(const struct evd_policy *p, uint32_t id, double *w);
 
 /* A policy instance: its ops and state. */
 struct evd_policy {
