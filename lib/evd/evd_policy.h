@@ -161,7 +161,10 @@ struct evd_policy_env {
 	 * stalls: wakes over 16 x the point's lower quartile and over 500 us) from an
 	 * eventfd write on another CPU to epoll_wait returning, after sleeping
 	 * wake_at_ns[i]; kept monotone in g by bringing a point down to a
-	 * longer sleep's where it reads higher. */
+	 * longer sleep's where it reads higher. Where a window is found
+	 * (window_ns), L(100 us) is the mean of the point's warm wakes alone:
+	 * those under the geometric mean of the lesser of L(10 us) and
+	 * L(100 us) and cold_wake_ns (the cold ones are the window's step). */
 	uint64_t wake_ns[EVD_ENV_WAKE_POINTS];
 	/** Points at which a timeout's CPU was measured: 100 us, 1 ms (0: not
 	 * measured; a given environment may leave them 0). */
