@@ -754,9 +754,10 @@ late_cost(const struct adaptive *a, double g, double x)
  * gap began @p cold or warm (the window's state before its first sleep).
  */
 static double
-guard_cost(const struct adaptive *a, double g, double t, const struct guard_try *b, double none,
+guard_cost(const struct adaptive *a, int i, double t, const struct guard_try *b, double none,
 	   bool cold)
 {
+	double g = a->bv[i];
 	double s = g - t, k = floor(s / b->cycle), r, w = (double)a->env->window_ns;
 	double B = (double)a->env->sleep_wake_ns, pen = a->window ? a->pen[gap_context((uint64_t)g)] : 0;
 	double bs = b->bs; /* a notified sleep under the bound: its timer's CPU too */
@@ -784,9 +785,18 @@ guard_cost(const struct adaptive *a, double g, double t, const struct guard_try 
 		       pl * (t + (k + 1) * b->c + a->lambda * late_cost(a, g, (b->cycle - b->G) / 2));
 	}
 	r = s - k * b->cycle;
-	if (k == b->wakes || r <= b->G || b->cycle <= b->G)
+	if (k == b->wakes || r <= b->G || b->cycle <= b->G) {
+		/* the last sleep, r: past W it wakes cold and leaves the window
+		 * shut (the pen). The bin's gaps spread on log g, as for the
+		 * unbounded cost (bin_past): its share past t + k cycles + W,
+		 * not its middle's side of W alone, which made a step */
+		double p = a->window && (k == b->wakes || b->G > w) ? bin_past(a, i, t + k * b->cycle) : 0;
+		double l = wake_lat(a, (uint64_t)r), lc = fmax(l, (double)a->env->cold_wake_ns);
+		double lw = a->window && b->G > w ? lc : l; /* after a halt of G */
+
 		return t + k * b->c + (k == b->wakes ? B : bs) +
-		       a->lambda * priced(a, wake_lat_after(a, r, b->G)) + (a->window && r > w ? pen : 0);
+		       a->lambda * ((1 - p) * priced(a, lw) + p * priced(a, lc)) + p * pen;
+	}
 	return t + (k + 1) * b->c + a->lambda * late_cost(a, g, b->cycle - r) +
 	       (a->window && b->G > w ? pen : 0);
 }
@@ -849,7 +859,7 @@ guard_pick(const struct adaptive *a, const double *w, uint64_t thr, bool cold, u
 		}
 		cost[0] += w[i] * none;
 		for (int k = 0; k < nb; k++)
-			cost[k + 1] += w[i] * guard_cost(a, g, t, b[k], none, cold);
+			cost[k + 1] += w[i] * guard_cost(a, i, t, b[k], none, cold);
 	}
 	least = cost[0];
 	for (int k = 0; k < nb; k++)
