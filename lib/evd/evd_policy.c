@@ -471,20 +471,29 @@ bin_past(const struct adaptive *a, int i, double t)
 	return log(hi / x) / log(hi / lo);
 }
 
+/* A bin's wake of a sleep s, priced: its share @p past (of W, bin_past)
+ * wakes cold, at least Lc; the rest in L(s), or cold as well where the
+ * halt before it was past W (@p prev_cold). */
+static double
+priced_wake_share(const struct adaptive *a, double s, double past, bool prev_cold)
+{
+	double l = wake_lat(a, (uint64_t)s), lc = fmax(l, (double)a->env->cold_wake_ns);
+
+	return (1 - past) * priced(a, prev_cold ? lc : l) + past * priced(a, lc);
+}
+
 /* The model's cost of a gap of bin i that starts warm under threshold t,
  * with a window: the bin's share that sleeps past W wakes cold (*past). */
 static double
 bin_cost_warm(const struct adaptive *a, int i, double t, double *past)
 {
-	double g = a->bv[i], l, lc;
+	double g = a->bv[i];
 
 	*past = bin_past(a, i, t);
 	if (g <= t)
 		return g;
-	l = wake_lat(a, (uint64_t)(g - t));
-	lc = fmax(l, (double)a->env->cold_wake_ns);
 	return t + (double)a->env->sleep_wake_ns +
-	       a->lambda * ((1 - *past) * priced(a, l) + *past * priced(a, lc));
+	       a->lambda * priced_wake_share(a, g - t, *past, false);
 }
 
 /* The cost table of the model: per threshold and gap bin. */
@@ -759,7 +768,7 @@ guard_cost(const struct adaptive *a, int i, double t, const struct guard_try *b,
 {
 	double g = a->bv[i];
 	double s = g - t, k = floor(s / b->cycle), r, w = (double)a->env->window_ns;
-	double B = (double)a->env->sleep_wake_ns, pen = a->window ? a->pen[gap_context((uint64_t)g)] : 0;
+	double B = (double)a->env->sleep_wake_ns, pen = a->window ? a->pen[a->bcls[i]] : 0;
 	double bs = b->bs; /* a notified sleep under the bound: its timer's CPU too */
 
 	if (s <= b->G)
@@ -789,13 +798,12 @@ guard_cost(const struct adaptive *a, int i, double t, const struct guard_try *b,
 		/* the last sleep, r: past W it wakes cold and leaves the window
 		 * shut (the pen). The bin's gaps spread on log g, as for the
 		 * unbounded cost (bin_past): its share past t + k cycles + W,
-		 * not its middle's side of W alone, which made a step */
+		 * not its middle's side of W alone, which made a step; after a
+		 * halt of G past W it wakes cold whatever its length */
 		double p = a->window && (k == b->wakes || b->G > w) ? bin_past(a, i, t + k * b->cycle) : 0;
-		double l = wake_lat(a, (uint64_t)r), lc = fmax(l, (double)a->env->cold_wake_ns);
-		double lw = a->window && b->G > w ? lc : l; /* after a halt of G */
 
 		return t + k * b->c + (k == b->wakes ? B : bs) +
-		       a->lambda * ((1 - p) * priced(a, lw) + p * priced(a, lc)) + p * pen;
+		       a->lambda * priced_wake_share(a, r, p, a->window && b->G > w) + p * pen;
 	}
 	return t + (k + 1) * b->c + a->lambda * late_cost(a, g, b->cycle - r) +
 	       (a->window && b->G > w ? pen : 0);
