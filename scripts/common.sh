@@ -16,9 +16,17 @@ have_all() {
 		command -v pkg-config >/dev/null && command -v python3 >/dev/null &&
 		command -v spin >/dev/null && command -v clang >/dev/null &&
 		command -v cppcheck >/dev/null && command -v dpdk-telemetry.py >/dev/null &&
-		command -v doxygen >/dev/null &&
+		command -v doxygen >/dev/null && command -v make >/dev/null &&
+		command -v readelf >/dev/null && command -v objdump >/dev/null &&
 		compgen -G "/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a" >/dev/null &&
-		pkg-config --exists libdpdk && pkg-config --exists libibverbs
+		pkg-config --exists libdpdk && pkg-config --exists libibverbs &&
+		pkg-config --exists libpcap
+}
+
+# apt-get, waiting up to 10 minutes for a dpkg lock another process holds
+# (a fresh machine's apt-daily or packagekit may be running at boot)
+apt_get() {
+	apt-get -o DPkg::Lock::Timeout=600 "$@"
 }
 
 ensure_deps() {
@@ -32,9 +40,20 @@ ensure_deps() {
 	fi
 	echo "evd: installing ${packages[*]}"
 	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq
-	apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
+	apt_get update -qq
+	apt_get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
 	have_all || { echo "evd: dependencies still missing after apt-get" >&2; exit 1; }
+}
+
+# ensure_tun: the tap tests (net_tap) need /dev/net/tun; as root, load the
+# module where it is not (best effort: a test without it says so and skips)
+ensure_tun() {
+	[ -e /dev/net/tun ] || [ "$(id -u)" -ne 0 ] && return 0
+	modprobe tun 2>/dev/null || true
+	if [ ! -e /dev/net/tun ] && [ -e /sys/class/misc/tun/dev ]; then
+		mkdir -p /dev/net && mknod /dev/net/tun c 10 200 2>/dev/null || true
+	fi
+	return 0
 }
 
 # apt_install PKG...: for the benchmarks' extra tools (valgrind, dpdk-doc).
@@ -44,8 +63,8 @@ apt_install() {
 		exit 1
 	fi
 	export DEBIAN_FRONTEND=noninteractive
-	apt-get install -y -qq --no-install-recommends "$@" >/dev/null ||
-		{ apt-get update -qq && apt-get install -y -qq --no-install-recommends "$@" >/dev/null; }
+	apt_get install -y -qq --no-install-recommends "$@" >/dev/null ||
+		{ apt_get update -qq && apt_get install -y -qq --no-install-recommends "$@" >/dev/null; }
 }
 
 # header SCRIPT: its header comment (after the SPDX line), the text of its
@@ -81,4 +100,11 @@ setup_build() {
 build_evd() {
 	setup_build "$build" "$@"
 	ninja -C "$build"
+}
+
+# build_evd_quiet: the same, its output shown only if the build fails
+# (ninja prints its FAILED lines and the compiler's errors on stdout)
+build_evd_quiet() {
+	setup_build "$build" "$@"
+	quietly "the build" ninja -C "$build"
 }

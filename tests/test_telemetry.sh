@@ -38,7 +38,7 @@ quiet=$("$testevd" -- --pattern idle --duration 0.2 --no-progress 2>&1)
 case $dbg in *"loop testevd (telemetry id 0) created"*) ;; *) echo "FAIL: no debug line with lib.evd:debug"; echo "$dbg"; exit 1 ;; esac
 case $quiet in *"telemetry id"*) echo "FAIL: debug line at the default level"; exit 1 ;; esac
 echo "ok: --log-level=lib.evd:debug shows the library's debug lines, the default level does not"
-python3 - "$tmp/mid.json" "$tmp/end.json" "$tmp/report.json" <<'PY'
+python3 - "$tmp/mid.json" "$tmp/end.json" "$tmp/report.json" <<'PY' || exit 1
 import json, sys
 mid = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 end = [json.loads(l) for l in open(sys.argv[2]) if l.startswith("{")]
@@ -88,7 +88,7 @@ pid=$!
 for _ in $(seq 150); do grep -q "stays" "$tmp/out2.log" && break; sleep 0.1; done
 printf '%s\n' /evd/sources,0 /evd/stats,-0 /evd/stats,00 | python3 "$client" -f $prefix >"$tmp/three.json" 2>&1
 wait $pid || { echo "FAIL: testevd (three sources) exited $?"; cat "$tmp/out2.log"; exit 1; }
-python3 - "$tmp/three.json" <<'PY'
+python3 - "$tmp/three.json" <<'PY' || exit 1
 import json, sys
 r = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 assert len(r) == 3, r

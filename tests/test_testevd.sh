@@ -392,8 +392,12 @@ if [ -f "$shared/modbusBig.pcap" ]; then
 		"$tmp/pcap.json" || fail=1
 fi
 # SIGINT ends a run early and it reports as at the end of --duration: the
-# JSON written, nothing lost, status 0, stopped_by_signal true.
-"$testevd" --pattern steady --duration 600 --no-progress --json "$tmp/sig.json" >"$tmp/sig.out" 2>"$tmp/sig.err" &
+# JSON written, nothing lost, status 0, stopped_by_signal true. (A given
+# calibration: the loop runs as soon as the start line is out, not after
+# the adaptive policy's own calibration, which a SIGINT could interrupt
+# before the first event on a loaded machine.)
+"$testevd" --pattern steady --duration 600 --no-progress --calibration "$tmp/cal.txt" \
+	--json "$tmp/sig.json" >"$tmp/sig.out" 2>"$tmp/sig.err" &
 sigpid=$!
 for _ in $(seq 300); do grep -q "^testevd: pattern" "$tmp/sig.out" && break; sleep 0.1; done
 grep -q "^testevd: pattern" "$tmp/sig.out" || echo "note: SIGINT: no start line after 30 s; signalling anyway"
