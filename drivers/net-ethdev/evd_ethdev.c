@@ -34,6 +34,7 @@ RTE_LOG_REGISTER(evd_ethdev_logtype, pmd.evd.ethdev, INFO);
 /* Events from EAL's interrupt thread, handled on the loop's thread. */
 #define PENDING_LSC 1u
 #define PENDING_RMV 2u
+#define PENDING_DESTROY 4u
 
 /*
  * What a port event callback holds. ethdev keeps callbacks of a released
@@ -133,7 +134,8 @@ port_event_cb(uint16_t port, enum rte_eth_event_type type, void *arg, void *ret_
 		} else {
 			/* From now on the loop must not touch the port. */
 			__atomic_store_n(&q->removed, 1, __ATOMIC_RELEASE);
-			__atomic_fetch_or(&q->pending, PENDING_RMV, __ATOMIC_RELEASE);
+			__atomic_fetch_or(&q->pending, type == RTE_ETH_EVENT_INTR_RMV ?
+					  PENDING_RMV : PENDING_DESTROY, __ATOMIC_RELEASE);
 		}
 		kick(q);
 	}
@@ -195,13 +197,17 @@ handle_pending(struct rxq_src *q)
 		if (q->on_port_event != NULL)
 			q->on_port_event(&q->src, RTE_ETH_EVENT_INTR_LSC, q->event_arg);
 	}
-	if (p & PENDING_RMV) {
-		ETH_LOG(WARNING, "source %s: port %u removed; the queue leaves loop %s", q->src.name,
-			q->port, evd_loop_name(q->src.loop));
-		if (q->on_port_event != NULL)
-			q->on_port_event(&q->src, RTE_ETH_EVENT_INTR_RMV, q->event_arg);
+	if (p & (PENDING_RMV | PENDING_DESTROY)) {
+		ETH_LOG(WARNING, "source %s: port %u %s; the queue leaves loop %s", q->src.name,
+			q->port, p & PENDING_RMV ? "removed" : "closed", evd_loop_name(q->src.loop));
+		/* first out of the loop (deferred: we are in a poll; it is not
+		 * polled again), then told, with the event ethdev raised */
 		if (q->src.loop != NULL)
-			evd_loop_remove(q->src.loop, &q->src); /* deferred: we are in a poll */
+			evd_loop_remove(q->src.loop, &q->src);
+		if (q->on_port_event != NULL && (p & PENDING_RMV))
+			q->on_port_event(&q->src, RTE_ETH_EVENT_INTR_RMV, q->event_arg);
+		if (q->on_port_event != NULL && (p & PENDING_DESTROY))
+			q->on_port_event(&q->src, RTE_ETH_EVENT_DESTROY, q->event_arg);
 	}
 }
 
@@ -284,11 +290,14 @@ rxq_poll(struct evd_source *src, uint16_t budget)
 	struct rte_mbuf *pkts[MAX_BURST];
 	uint16_t n;
 
-	if (unlikely(__atomic_load_n(&q->pending, __ATOMIC_RELAXED) != 0)) {
+	if (unlikely(__atomic_load_n(&q->pending, __ATOMIC_RELAXED) != 0))
 		handle_pending(q);
-		if (__atomic_load_n(&q->removed, __ATOMIC_ACQUIRE))
-			return 0;
-	}
+	/* every poll, not only the one that handles the removal: a removed
+	 * source put on a loop again (evd_loop_add refuses it, but a loop
+	 * whose removal is deferred polls it until the round ends) must not
+	 * read a released port, whose id a new port may take */
+	if (unlikely(__atomic_load_n(&q->removed, __ATOMIC_ACQUIRE)))
+		return 0;
 	n = rte_eth_rx_burst(q->port, q->queue, pkts, budget > MAX_BURST ? MAX_BURST : budget);
 	if (n == 0)
 		return 0;
@@ -345,10 +354,23 @@ rxq_disarm(struct evd_source *src)
 	return rc;
 }
 
+/* A removed port's source is refused by evd_loop_add (its fd op's error). */
 static int
 rxq_fd(const struct evd_source *src)
 {
-	return ((const struct rxq_src *)src)->inner_epfd;
+	const struct rxq_src *q = (const struct rxq_src *)src;
+
+	if (__atomic_load_n(&q->removed, __ATOMIC_ACQUIRE))
+		return -ENODEV;
+	return q->inner_epfd;
+}
+
+static int
+rxq_poll_only_fd(const struct evd_source *src)
+{
+	const struct rxq_src *q = (const struct rxq_src *)src;
+
+	return __atomic_load_n(&q->removed, __ATOMIC_ACQUIRE) ? -ENODEV : -ENOTSUP;
 }
 
 /* One zero-timeout rte_epoll_wait: EAL's callback drains each ready
@@ -411,6 +433,7 @@ static const struct evd_source_ops rxq_ops = {
 static const struct evd_source_ops rxq_poll_only_ops = {
 	.kind = "ethdev_rxq",
 	.poll = rxq_poll,
+	.fd = rxq_poll_only_fd,
 	.close = rxq_close,
 };
 

@@ -33,8 +33,10 @@
  *   share one interrupt mask register across queues).
  * - Link up/down and port removal (RTE_ETH_EVENT_INTR_LSC, INTR_RMV,
  *   DESTROY) reach conf->on_port_event on the loop's thread; a removed
- *   port's queue source stops touching the port, leaves its loop, and can
- *   then be destroyed. The loop keeps serving its other sources.
+ *   port's queue source stops touching the port, leaves its loop (when the
+ *   loop's step that saw the removal ends), and can then be destroyed;
+ *   evd_loop_add refuses it (-ENODEV). The loop keeps serving its other
+ *   sources.
  */
 
 #include <stdbool.h>
@@ -53,10 +55,12 @@ struct evd_ethdev_conf {
 	/** Poll-only even if the port has Rx interrupts. */
 	bool no_interrupt;
 	/**
-	 * Told on the loop's thread when the port's link goes up or down
-	 * (RTE_ETH_EVENT_INTR_LSC) or the port is removed
-	 * (RTE_ETH_EVENT_INTR_RMV or RTE_ETH_EVENT_DESTROY; the source has then
-	 * left its loop).
+	 * Told on the loop's thread, from the source's poll, when the port's
+	 * link goes up or down (RTE_ETH_EVENT_INTR_LSC) or the port is removed
+	 * (RTE_ETH_EVENT_INTR_RMV) or closed (RTE_ETH_EVENT_DESTROY). For a
+	 * removal the source is no longer polled and its removal from the loop
+	 * is under way: it has left when the loop's step (or evd_loop_run's
+	 * round) ends, and evd_source_destroy() answers -EBUSY until then.
 	 */
 	void (*on_port_event)(struct evd_source *src, enum rte_eth_event_type type, void *arg);
 	/** Argument of on_port_event. */
