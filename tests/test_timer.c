@@ -36,6 +36,15 @@ cancel_other(struct evd_loop *loop, struct evd_timer *t, void *arg)
 	CHECK_EQ(evd_timer_cancel(loop, g->log->cancel_me), 0);
 }
 
+/* Cancels itself: 0 for a one-shot (freed when the callback returns) and
+ * for a periodic one (freed at once, never run again). */
+static void
+cancel_self(struct evd_loop *loop, struct evd_timer *t, void *arg)
+{
+	record(loop, t, arg);
+	CHECK_EQ(evd_timer_cancel(loop, t), 0);
+}
+
 static struct evd_loop *
 vloop(struct vclock *vc, struct evd_clock *clk)
 {
@@ -117,6 +126,27 @@ test_periodic_no_drift(void)
 }
 
 static void
+test_cancel_self(void)
+{
+	struct vclock vc = { .now = 0 };
+	struct evd_clock clk;
+	struct evd_loop *loop = vloop(&vc, &clk);
+	struct log log = { 0 };
+	struct tag one = { &log, 1 }, per = { &log, 2 };
+	struct evd_timer *t1, *t2;
+
+	CHECK_EQ(evd_timer_start(loop, 100, 0, cancel_self, &one, &t1), 0);
+	CHECK_EQ(evd_timer_start(loop, 100, 50, cancel_self, &per, &t2), 0);
+	vclock_advance(&vc, 100);
+	evd_loop_step(loop);
+	CHECK_EQ(log.n, 2);
+	vclock_advance(&vc, 1000);
+	evd_loop_step(loop);
+	CHECK_EQ(log.n, 2); /* neither ran again; ASan: neither freed twice */
+	CHECK_EQ(evd_loop_destroy(loop), 0);
+}
+
+static void
 fired(struct evd_loop *loop, struct evd_timer *t, void *arg)
 {
 	(void)t;
@@ -151,6 +181,7 @@ int
 main(void)
 {
 	TEST(test_order_and_cancel);
+	TEST(test_cancel_self);
 	TEST(test_periodic_no_drift);
 	TEST(test_sleep_stops_at_timer);
 	return 0;

@@ -82,11 +82,15 @@ struct evd_ethdev_stats {
  * it finds none and stays poll-only (the log says so; it still works, with
  * bounded sleeps).
  *
+ * A failure to set its interrupt up (no vectors, an epoll or eventfd error)
+ * is not an error of the call: the source is made poll-only and the log says
+ * why (evd_ethdev_rxq_has_interrupt() tells).
+ *
  * @return 0; -EINVAL (bad port or queue, a queue not set up where the PMD
  *   answers rte_eth_rx_queue_info_get, NULL handler);
  *   -EBUSY (the queue is a source already, until that one is destroyed: two
- *   would be two consumers of one Rx ring); -ENOMEM; an errno from
- *   epoll/eventfd creation.
+ *   would be two consumers of one Rx ring); -ENOMEM; or the error of
+ *   rte_eth_dev_info_get() for the port.
  */
 int evd_ethdev_rxq_create(uint16_t port_id, uint16_t queue_id, const char *name,
 			  const struct evd_ethdev_conf *conf, evd_handler_t handler, void *arg,

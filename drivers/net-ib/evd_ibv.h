@@ -90,7 +90,8 @@ int evd_ibv_cq_create(struct ibv_context *ctx, const char *name, const struct ev
  * application's: evd_source_destroy() acknowledges every event it read and
  * leaves them; destroy them after it. cq_context is not touched.
  *
- * @return 0; -EINVAL (NULL, or a CQ without a completion channel); -EBUSY (the
+ * @return 0; -EINVAL (NULL, a CQ without a completion channel, or
+ *   conf->wc_flags set: they apply to created CQs only); -EBUSY (the
  *   CQ, or its channel, is a source's already, until that one is destroyed);
  *   -EOPNOTSUPP for moderation the provider lacks; or the errno libibverbs
  *   reported.

@@ -47,7 +47,9 @@ struct evd_loop;
 struct evd_source;
 struct evd_timer;
 
-/** Maximum length of a loop or source name, including the terminating NUL. */
+/** Maximum length of a loop or source name, including the terminating NUL: a
+ * longer loop name is refused (-EINVAL); a longer source name (rings, fds,
+ * the drivers' sources) is cut to its first EVD_NAME_MAX - 1 characters. */
 #define EVD_NAME_MAX 32
 
 /** Default bound on any single sleep, in microseconds. */
@@ -87,7 +89,7 @@ struct evd_loop_conf {
 	uint32_t max_sleep_us;
 	/** Upper bound on a sleep while a poll-only source is registered; 0 gives the default. */
 	uint32_t poll_only_bound_us;
-	/** Maximum completions a source may hand over per poll; 0 gives 32. */
+	/** Maximum completions a source may hand over per poll, at most 256; 0 gives 32. */
 	uint16_t burst;
 	/** Optional clock; NULL: the TSC where it serves, else CLOCK_MONOTONIC (see struct evd_clock). */
 	const struct evd_clock *clock;
@@ -190,7 +192,9 @@ typedef void (*evd_handler_t)(struct evd_source *src, void *burst, uint16_t n, v
 int evd_loop_create(const struct evd_loop_conf *conf, struct evd_loop **out);
 
 /**
- * Destroy a loop. Every source must have been removed first.
+ * Destroy a loop. Every source must have been removed first. Timers still
+ * pending are freed with it (their handles are then dangling; their
+ * arguments are the caller's to release).
  * @return 0; -EBUSY if sources remain or the loop is running (evd_loop_run(),
  *   or a step of evd_loop_step(): from its callbacks); -EINVAL for NULL.
  */
@@ -206,9 +210,11 @@ int evd_loop_destroy(struct evd_loop *loop);
 int evd_loop_add(struct evd_loop *loop, struct evd_source *src);
 
 /**
- * Unregister a source. Safe from a handler, a timer or on_error on the same
- * loop (the removal then takes effect when the round's poll of the sources
- * ends, and the source is not polled again; destroy it after the step). A
+ * Unregister a source. Control path: call from the loop's thread, or while
+ * the loop is not running. Safe from a handler or on_error on the same loop:
+ * the removal then takes effect when the round's poll of the sources ends,
+ * and the source is not polled again (destroy it after the step). From a
+ * timer or on_idle, which run outside the round, it takes effect at once. A
  * pending notification is acknowledged before the source leaves.
  * @return 0; -EINVAL if the source is not on this loop.
  */
@@ -293,8 +299,9 @@ int evd_loop_trace_enable(struct evd_loop *loop, uint32_t entries);
 /**
  * Copy the transitions recorded since *cursor (start at 0) into out, at most
  * max, oldest first, and advance *cursor. Any thread, while the loop runs.
- * Entries the loop overwrote before they were read are skipped and counted
- * in *lost (may be NULL).
+ * Entries the loop overwrote before they were read are skipped and added to
+ * *lost (may be NULL; the caller sets it to 0 first, then it counts over
+ * successive reads).
  * @return the number copied; -EINVAL (NULL arguments); -ENODATA (recording
  *   is off).
  */
@@ -334,7 +341,7 @@ struct evd_event {
  * not), single consumer (the loop it is added to). Posts are lock-free; the
  * doorbell (an eventfd) is written only when the consumer is armed.
  *
- * @param name     Name for logs and stats (copied; may be NULL).
+ * @param name     Name for logs and stats (copied, cut to EVD_NAME_MAX - 1; may be NULL).
  * @param size     Capacity in events; rounded up to a power of two, 2..2^24.
  * @param handler  Receives bursts of struct evd_event.
  * @param arg      Passed to the handler.
@@ -371,7 +378,7 @@ unsigned int evd_ring_count(const struct evd_source *ring);
  * is readable (or matches @p events); it must consume what it wants.
  * The fd stays owned by the caller. While idle, readiness wakes the loop.
  *
- * @param name    For logs and stats (NULL: "fd").
+ * @param name    For logs and stats (NULL: "fd"; cut to EVD_NAME_MAX - 1).
  * @param fd      The fd to watch; it stays the caller's.
  * @param events  epoll events to watch (0 gives EPOLLIN).
  * @param handler Called on the loop thread while the fd is ready.

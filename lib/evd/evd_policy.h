@@ -9,7 +9,8 @@
  * A policy is chosen by a spec string: `NAME[:KEY=VALUE[,KEY=VALUE...]]`,
  * for example `adaptive`, `poll`, `intr`, `adaptive:budget_us=200`.
  * Values are unsigned decimal integers. An unknown name is -ENOENT; an
- * unknown key, a repeated key or a bad value is -EINVAL and the log names it.
+ * unknown key, a repeated key or a bad value is -EINVAL and the log names it;
+ * so is a spec of 256 characters or more, or of more than 16 keys.
  *
  * Built-ins:
  * - `poll`: always poll again (lowest latency, 100% CPU).
@@ -299,11 +300,13 @@ enum evd_action evd_policy_decide(struct evd_policy *p, const struct evd_policy_
  * checked for NULL). */
 void evd_policy_events(struct evd_policy *p, uint64_t now_ns, uint32_t n);
 
-/** Tell the instance a round found @p n completions on one source (see on_source_events). */
+/** Tell the instance a round found @p n completions on one source (see
+ * on_source_events; @p p not checked for NULL). */
 void evd_policy_source_events(struct evd_policy *p, uint64_t now_ns, uint32_t source_id,
 			      uint32_t n);
 
-/** Tell the instance a sleep or a nap ended (see on_wake). */
+/** Tell the instance a sleep or a nap ended (see on_wake; @p p not checked
+ * for NULL). */
 void evd_policy_wake(struct evd_policy *p, uint64_t now_ns, uint64_t slept_ns,
 		     enum evd_wake_reason why);
 
@@ -317,7 +320,8 @@ const struct evd_policy_env *evd_policy_env_get(void);
 /**
  * The environment if it was measured or given already, else NULL; never
  * measures (for reports: what the policies of this process priced with).
- * @param given  if not NULL, set to true when evd_policy_env_set() gave it.
+ * @param given  if not NULL and the environment is there, set to whether
+ *               evd_policy_env_set() gave it (untouched when this returns NULL).
  */
 const struct evd_policy_env *evd_policy_env_peek(bool *given);
 
@@ -327,7 +331,10 @@ const struct evd_policy_env *evd_policy_env_peek(bool *given);
  * call it before the first loop or policy instance of the process.
  * @return 0; -EINVAL (NULL, B of 0, B or an L over EVD_ENV_GIVEN_MAX_NS, or
  *   wake_at_ns not increasing from > 0, also as doubles: L is interpolated
- *   between them);
+ *   between them; timeout_at_ns with one point set, or not increasing; C
+ *   (timeout_ns) or T (timeout_late_ns) at one point only, or given without
+ *   timeout_at_ns; window_ns without cold_wake_ns; any of C, T, window_ns,
+ *   cold_wake_ns over EVD_ENV_GIVEN_MAX_NS);
  *   -EALREADY (the environment was measured or given already).
  */
 int evd_policy_env_set(const struct evd_policy_env *env);

@@ -82,6 +82,7 @@ struct evd_timer {
 struct evd__timers {
 	struct evd_timer **heap;
 	uint32_t n, cap;
+	struct evd_timer *firing; /* a one-shot in its callback: out of the heap */
 };
 
 int evd__timers_push(struct evd__timers *h, struct evd_timer *t);

@@ -120,7 +120,9 @@ evd__timers_run(struct evd_loop *loop, uint64_t now)
 		} else {
 			evd__timers_remove(h, t);
 			ran++;
+			h->firing = t; /* its own cancel from the callback: 0, freed here */
 			t->cb(loop, t, t->arg);
+			h->firing = NULL;
 			free(t);
 		}
 	}
@@ -161,6 +163,8 @@ evd_timer_start(struct evd_loop *loop, uint64_t after_ns, uint64_t period_ns, ev
 int
 evd_timer_cancel(struct evd_loop *loop, struct evd_timer *t)
 {
+	if (loop != NULL && t != NULL && t == loop->timers.firing)
+		return 0; /* a one-shot cancelled in its own callback: freed after it */
 	if (loop == NULL || t == NULL || t->loop != loop || t->heap_idx >= loop->timers.n ||
 	    loop->timers.heap[t->heap_idx] != t)
 		return -EINVAL;
