@@ -24,7 +24,7 @@ for opt in --policy --duration --pattern --rate --seed --json --compare --rounds
 	grep -q -- "$opt" "$tmp/out" || { echo "FAIL: --help does not mention $opt"; fail=1; }
 done
 check "unknown option" 2 "$testevd" --bogus
-grep -q "unknown option '--bogus'" "$tmp/err" || { echo "FAIL: no message for --bogus"; fail=1; }
+grep -q "unknown or ambiguous option '--bogus'" "$tmp/err" || { echo "FAIL: no message for --bogus"; fail=1; }
 check "bad policy key" 2 "$testevd" --policy adaptive:nokey=1
 grep -q "nokey" "$tmp/err" || { echo "FAIL: the bad key is not named"; cat "$tmp/err"; fail=1; }
 check "unknown policy" 2 "$testevd" --policy fast
@@ -384,6 +384,70 @@ check "score, bad trace line" 2 "$testevd" --score --trace "$tmp/bad.txt"
 grep -q "line 2" "$tmp/err" || { echo "FAIL: the bad line is not named"; cat "$tmp/err"; fail=1; }
 check "score, bad generator key" 2 "$testevd" --score --trace poisson:speed=3
 check "score without trace" 2 "$testevd" --score
+# Input a review found taken wrongly: each refused (2) naming the trouble,
+# or honoured
+badmsg() { # badmsg DESCRIPTION REGEX ARGS...: status 2 and a message matching REGEX
+	local what=$1 re=$2
+	shift 2
+	"$testevd" "$@" >"$tmp/out" 2>"$tmp/err"
+	local got=$?
+	if [ $got -ne 2 ] || ! grep -Eq -- "$re" "$tmp/err"; then
+		echo "FAIL: $what: status $got (want 2), message:"; cat "$tmp/err"; fail=1
+	else
+		echo "ok: $what"
+	fi
+}
+badmsg "short options named" "unknown option '-x'" -xyz
+badmsg "short option after a value" "unknown option '-q'" --duration 1 -qv
+badmsg "a value to a flag" "'--compare' takes no value" --compare=1
+badmsg "an ambiguous abbreviation" "unknown or ambiguous option '--s'" --s 1
+badmsg "--compare with a non-adaptive --policy" "may only tune adaptive" --compare --policy napi
+badmsg "--lambda without --score" "--lambda applies to --score only" --lambda 5
+badmsg "--speedup without --trace" "--speedup applies to a --trace" --speedup 2
+badmsg "--send-delay without --send" "--send-delay applies to --send" --send-delay 5
+badmsg "--linger with --score" "--score runs none" --score --trace day --events 10 --linger 5
+badmsg "a hex duration" "invalid --duration '0x10'" --duration 0x10
+badmsg "a blank before a number" "invalid --duration ' 5'" --duration " 5"
+badmsg "a hex generator value" "bad value '0x10'" --score --trace poisson:rate=0x10 --events 10
+badmsg "periodic jitter past the period" "jitter_us must be at most period_us" \
+	--score --trace periodic:jitter_us=5000 --events 10
+mkdir -p "$tmp/adir"
+badmsg "a calibration that is a directory" "Is a directory" --score --trace day --events 10 \
+	--calibration "$tmp/adir"
+# --score --compare takes adaptive's tuning from --policy; --max-sleep-us
+# bounds --score's sleeps as the loop's
+check "score, compare, tuned adaptive" 0 "$testevd" --score --compare --calibration "$tmp/cal.txt" \
+	--policy adaptive:lambda_pct=50 --trace day --events 2000 --json "$tmp/tuned.json"
+python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert r[0]['policy'] == 'adaptive:lambda_pct=50', r[0]['policy']" \
+	"$tmp/tuned.json" || fail=1
+printf '50000000\n50000000\n50000000\n' >"$tmp/g50.txt"
+check "score, 1 ms sleep bound" 0 "$testevd" --score --policy intr --calibration "$tmp/cal.txt" \
+	--trace "$tmp/g50.txt" --max-sleep-us 1000 --json "$tmp/ms1.json"
+check "score, default sleep bound" 0 "$testevd" --score --policy intr --calibration "$tmp/cal.txt" \
+	--trace "$tmp/g50.txt" --json "$tmp/ms100.json"
+python3 - "$tmp/ms1.json" "$tmp/ms100.json" <<'PY' || fail=1
+import json, sys
+a, b = (json.load(open(f))[0] for f in sys.argv[1:3])
+# 50 ms gaps: under a 1 ms bound every gap takes timeouts (CPU and cost up);
+# under the 100 ms default, one notified sleep a gap
+assert a["cpu_pct"] > b["cpu_pct"] and a["competitive_ratio"] > b["competitive_ratio"], (a, b)
+print(f"ok: --max-sleep-us in --score: ratio {a['competitive_ratio']} at 1 ms, {b['competitive_ratio']} at 100 ms")
+PY
+# --timeline: written (CSV with its header, SVG), refused before the run
+# where it cannot be, a failed write a failed run (it used to print the
+# error and exit 0)
+check "timeline, CSV" 0 "$testevd" --duration 0.3 --no-progress --calibration "$tmp/cal.txt" \
+	--timeline "$tmp/tl.csv"
+grep -q "^t_s,arrivals_per_s,cpu_pct,sleep_pct" "$tmp/tl.csv" || { echo "FAIL: timeline CSV header"; fail=1; }
+check "timeline, SVG" 0 "$testevd" --duration 0.3 --no-progress --calibration "$tmp/cal.txt" \
+	--timeline "$tmp/tl.svg"
+grep -q "<svg" "$tmp/tl.svg" || { echo "FAIL: timeline SVG"; fail=1; }
+check "timeline, no such directory" 2 "$testevd" --duration 0.3 --no-progress --timeline "$tmp/no/tl.csv"
+check "timeline, -" 2 "$testevd" --duration 0.3 --no-progress --timeline -
+if [ -w /dev/full ]; then
+	check "timeline, write fails" 3 "$testevd" --duration 0.3 --no-progress --calibration "$tmp/cal.txt" \
+		--timeline /dev/full
+fi
 shared=$(dirname "$0")/../../shared/traces
 if [ -f "$shared/modbusBig.pcap" ]; then
 	check "score, pcap at 100x" 0 "$testevd" --score --policy intr --trace "$shared/modbusBig.pcap" \

@@ -142,4 +142,24 @@ timeout 60 "$testevd" --no-progress --score --calibration "$tmp/cal.txt" --trace
 	--json - >"$tmp/stdout.json" 2>/dev/null &&
 python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$tmp/stdout.json" &&
 echo "ok: --json - leaves stdout to the JSON" || { echo "FAIL: --json -: stdout is not JSON"; head -3 "$tmp/stdout.json"; fail=1; }
+
+# ---- a trace on a pipe, a directory, a slow-down past an hour ----
+# (a pipe lost its first 4 bytes to the format check's rewind: 123456789
+# was read as 56789; a directory read as an empty trace; --speedup under 1
+# stretched gaps past the hour every trace keeps)
+printf '123456789\n2000\n' | timeout 60 "$testevd" --no-progress --score --calibration "$tmp/cal.txt" \
+	--policy intr --trace /dev/stdin --json "$tmp/pipe.json" >/dev/null 2>&1 &&
+python3 -c "import json,sys; r=json.load(open(sys.argv[1]))[0]; assert r['events'] == 2, r" "$tmp/pipe.json" &&
+grep -q '"trace": "stdin"' "$tmp/pipe.json" && echo "ok: a text trace on a pipe" ||
+	{ echo "FAIL: a text trace on a pipe"; fail=1; }
+mkpcap "$tmp/pipe.pcap" a1b2c3d4 "1 0" "1 500000" "2 0"
+cat "$tmp/pipe.pcap" | timeout 60 "$testevd" --no-progress --score --calibration "$tmp/cal.txt" \
+	--policy intr --trace /dev/stdin --json "$tmp/pipep.json" >/dev/null 2>&1 &&
+python3 -c "import json,sys; r=json.load(open(sys.argv[1]))[0]; assert r['events'] == 3, r" "$tmp/pipep.json" &&
+echo "ok: a pcap on a pipe" || { echo "FAIL: a pcap on a pipe"; fail=1; }
+mkdir "$tmp/adir"
+expect "a directory" 2 "Is a directory" --trace "$tmp/adir"
+printf '3600000000000\n3600000000000\n' >"$tmp/hours.txt"
+expect "hour-long gaps at 1x" 0 "" --policy intr --trace "$tmp/hours.txt"
+expect "hour-long gaps slowed down" 2 "at most an hour" --policy intr --trace "$tmp/hours.txt" --speedup 0.5
 exit $fail

@@ -130,6 +130,13 @@ calibration_load(const char *path)
 		got += why == NULL;
 	}
 	free(line);
+	if (why == NULL && ferror(f)) { /* a directory, an I/O error: not an empty file */
+		int e = errno ? errno : EIO;
+
+		fclose(f);
+		fprintf(stderr, "testevd: --calibration %s: %s\n", path, strerror(e));
+		return EXIT_USAGE;
+	}
 	fclose(f);
 	if (why != NULL || !got) {
 		char at[32] = ""; /* the line at fault, if one is */
@@ -226,6 +233,30 @@ on_stop_signal(int sig)
 	stop_signals(SIG_DFL);
 }
 
+
+/* Whether an output file can be written, asked before the run: without
+ * touching a report already there (a run refused later for bad input must
+ * not have emptied it), one that exists must be writable; else create it
+ * and take it away again. */
+static bool
+writable(const char *prog, const char *opt, const char *path)
+{
+	struct stat st;
+	int fd = stat(path, &st) == 0 ? (S_ISDIR(st.st_mode) ? (errno = EISDIR, -1) :
+					 access(path, W_OK) == 0 ? INT_MAX : -1)
+				      : open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+
+	if (fd < 0) {
+		fprintf(stderr, "%s: cannot write %s '%s': %s\n", prog, opt, path, strerror(errno));
+		return false;
+	}
+	if (fd != INT_MAX) {
+		close(fd);
+		unlink(path);
+	}
+	return true;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -312,26 +343,10 @@ main(int argc, char **argv)
 	 * socket raise SIGPIPE (22.11's vhost_user_write sends without
 	 * MSG_NOSIGNAL), which would kill the receiver before it reports. */
 	signal(SIGPIPE, SIG_IGN);
-	if (o.json != NULL && strcmp(o.json, "-") != 0) {
-		/* writable? without touching a report already there (a run
-		 * refused later for bad input must not have emptied it): one
-		 * that exists must be writable; else create it and take it
-		 * away again */
-		struct stat st;
-		int fd = stat(o.json, &st) == 0 ? (S_ISDIR(st.st_mode) ? (errno = EISDIR, -1) :
-						   access(o.json, W_OK) == 0 ? INT_MAX : -1)
-						: open(o.json, O_WRONLY | O_CREAT | O_EXCL, 0644);
-
-		if (fd < 0) {
-			fprintf(stderr, "%s: cannot write --json '%s': %s\n", argv[0], o.json,
-				strerror(errno));
-			return EXIT_USAGE;
-		}
-		if (fd != INT_MAX) {
-			close(fd);
-			unlink(o.json);
-		}
-	} else if (o.json != NULL) {
+	if ((o.json != NULL && strcmp(o.json, "-") != 0 && !writable(argv[0], "--json", o.json)) ||
+	    (o.timeline != NULL && !writable(argv[0], "--timeline", o.timeline)))
+		return EXIT_USAGE;
+	if (o.json != NULL && strcmp(o.json, "-") == 0) {
 		/* --json -: the JSON alone on stdout, what testevd prints on stderr */
 		int fd = dup(STDOUT_FILENO);
 

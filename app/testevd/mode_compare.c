@@ -72,8 +72,7 @@ compare(const struct opts *o)
 		for (unsigned int j = 0; j < N_POLICIES; j++) {
 			unsigned int i = (j + k) % N_POLICIES;
 			/* adaptive takes its tuning from --policy when that names it */
-			const char *p = i == 2 && strncmp(o->policy, "adaptive", 8) == 0 ? o->policy
-											 : policies[i];
+			const char *p = i == 2 && o->policy_given ? o->policy : policies[i];
 			int rc;
 
 			printf("  round %u: %s ...\n", k + 1, p);

@@ -38,6 +38,8 @@ demo(const struct opts *o)
 			status = EXIT_RUNTIME;
 		}
 	}
+	if (r->timeline_failed)
+		status = EXIT_RUNTIME;
 	if (r->stopped)
 		fprintf(stderr, "testevd: stopped by a signal after %.1f s%s\n", r->duration_s,
 			r->incomplete ? "; no END packet came, so the sender's count is unknown" : "");

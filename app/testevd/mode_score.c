@@ -65,7 +65,11 @@
 #include "trace.h"
 
 #define POLL_ROUND_NS 100
-#define MAX_SLEEP_NS (100ull * 1000 * 1000)
+#define MAX_SLEEP_NS max_sleep_ns
+
+/* the loop's bound on one sleep, as evd_loop_conf's max_sleep_us: 100 ms,
+ * or --max-sleep-us */
+static uint64_t max_sleep_ns = (uint64_t)EVD_DEFAULT_MAX_SLEEP_US * 1000;
 
 static const struct evd_policy_env *env;
 static double b_ns;
@@ -579,8 +583,10 @@ score_mode(const struct opts *o)
 	int rc;
 
 	if (o->compare) {
+		/* adaptive first, tuned by --policy where given (options.c
+		 * refuses any other policy beside --compare) */
 		for (size_t i = 0; i < RTE_DIM(all); i++)
-			list[n++] = all[i];
+			list[n++] = i == 0 && o->policy_given ? o->policy : all[i];
 		if (o->budget_us != 0) { /* the adaptive that knows the budget */
 			snprintf(budgeted, sizeof(budgeted), "adaptive:budget_us=%" PRIu64, o->budget_us);
 			list[n++] = budgeted;
@@ -592,6 +598,8 @@ score_mode(const struct opts *o)
 	if (s == NULL)
 		return EXIT_RUNTIME;
 	budget_ns = (double)o->budget_us * 1000;
+	if (o->max_sleep_us != 0)
+		max_sleep_ns = (uint64_t)o->max_sleep_us * 1000;
 	t = o->trace_data; /* loaded and checked before the run (main) */
 	calibrate();
 	oracle_kinks();

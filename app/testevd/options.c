@@ -15,6 +15,7 @@
 #include <evd_policy.h>
 
 #include "testevd.h"
+#include "trace.h"
 
 /* The source kinds of this build; run.c has their implementations. */
 static const char *const source_names[] = {
@@ -68,8 +69,9 @@ testevd_usage(FILE *f, const char *prog)
 		"                    (up to 8)\n"
 		"  --speedup X       divide every gap of the trace by X (default 1)\n"
 		"  --events N        arrivals a generator makes (default 100000)\n"
-		"  --max-sleep-us N  bound on one sleep, in us (default %d)\n"
-		"  --compare         run under poll, intr and adaptive, one table\n"
+		"  --max-sleep-us N  bound on one sleep, in us (default %d; --score's too)\n"
+		"  --compare         run under poll, intr and adaptive, one table (a --policy\n"
+		"                    beside it may only tune adaptive: adaptive:KEY=VALUE)\n"
 		"  --rounds N        with --compare: interleave the runs N times (the order\n"
 		"                    turning each round), add them up, and print\n"
 		"                    adaptive/poll events/s by round (default 1; 1..1000)\n"
@@ -169,7 +171,7 @@ parse_double(const char *s, double lo, double hi, double *out)
 
 	errno = 0;
 	v = strtod(s, &end);
-	if (*s == '\0' || *end != '\0' || errno != 0 || !isfinite(v) || v < lo || v > hi)
+	if (!trace_decimal_text(s) || *end != '\0' || errno != 0 || !isfinite(v) || v < lo || v > hi)
 		return -EINVAL;
 	*out = v;
 	return 0;
@@ -244,6 +246,7 @@ testevd_parse_opts(int argc, char **argv, struct opts *o)
 			if (evd_policy_validate(optarg) < 0)
 				return bad(prog, "invalid --policy '%s' (see the log line above)", optarg);
 			o->policy = optarg;
+			o->policy_given = true;
 			break;
 		case O_DURATION:
 			if (parse_double(optarg, 0.1, 86400, &o->duration_s) < 0)
@@ -312,6 +315,9 @@ testevd_parse_opts(int argc, char **argv, struct opts *o)
 		case O_TIMELINE:
 			if (*optarg == '\0')
 				return bad(prog, "empty --timeline file name%s", "");
+			if (strcmp(optarg, "-") == 0)
+				return bad(prog, "--timeline -: a file name, FILE.svg or a CSV file (stdout "
+					   "is --json -'s)%s", "");
 			o->timeline = optarg;
 			break;
 		case O_ECHO:
@@ -339,6 +345,7 @@ testevd_parse_opts(int argc, char **argv, struct opts *o)
 		case O_SPEEDUP:
 			if (parse_double(optarg, 1e-3, 1e6, &o->speedup) < 0)
 				return bad(prog, "invalid --speedup '%s' (0.001..1000000)", optarg);
+			o->speedup_given = true;
 			break;
 		case O_EVENTS:
 			if (parse_u64(optarg, 1, 50000000, &u) < 0)
@@ -348,6 +355,7 @@ testevd_parse_opts(int argc, char **argv, struct opts *o)
 		case O_LAMBDA:
 			if (parse_double(optarg, 0, 1e6, &o->lambda) < 0)
 				return bad(prog, "invalid --lambda '%s' (0..1000000)", optarg);
+			o->lambda_given = true;
 			break;
 		case O_BUDGET:
 			if (parse_u64(optarg, 0, 1000000, &u) < 0)
@@ -358,10 +366,12 @@ testevd_parse_opts(int argc, char **argv, struct opts *o)
 		case O_LINGER:
 			if (parse_double(optarg, 0, 3600, &o->linger_s) < 0)
 				return bad(prog, "invalid --linger '%s' (0..3600 s)", optarg);
+			o->linger_given = true;
 			break;
 		case O_SEND_DELAY:
 			if (parse_double(optarg, 0, 60, &o->send_delay_s) < 0)
 				return bad(prog, "invalid --send-delay '%s' (0..60 s)", optarg);
+			o->send_delay_given = true;
 			break;
 		case O_ROUNDS:
 			if (parse_u64(optarg, 1, 1000, &u) < 0)
@@ -385,7 +395,20 @@ testevd_parse_opts(int argc, char **argv, struct opts *o)
 		case ':':
 			return bad(prog, "option '%s' needs a value", argv[optind - 1]);
 		default:
-			return bad(prog, "unknown option '%s'", argv[optind - 1]);
+			/* testevd has long options only: a short one is unknown
+			 * (getopt stays inside "-xyz", so optind names no
+			 * argument); a long one given a value it takes none of
+			 * comes back with its own code; else an unknown or an
+			 * ambiguous abbreviation, the argument just passed */
+			if (optopt > 0 && optopt < O_POLICY) {
+				char sh[3] = { '-', (char)optopt, '\0' };
+
+				return bad(prog, "unknown option '%s' (testevd's options are long)", sh);
+			}
+			for (size_t k = 0; optopt >= O_POLICY && lo[k].name != NULL; k++)
+				if (lo[k].val == optopt)
+					return bad(prog, "option '--%s' takes no value", lo[k].name);
+			return bad(prog, "unknown or ambiguous option '%s'", argv[optind - 1]);
 		}
 	}
 	if (optind < argc)
@@ -405,6 +428,21 @@ testevd_parse_opts(int argc, char **argv, struct opts *o)
 			   "its own arrivals (a generator takes --events N)%s", "");
 	if (o->score && o->trace == NULL)
 		return bad(prog, "--score needs --trace FILE|GENERATOR%s", "");
+	if (o->lambda_given && !o->score)
+		return bad(prog, "--lambda applies to --score only (a policy takes "
+			   "adaptive:lambda_pct=N)%s", "");
+	if (o->speedup_given && o->trace == NULL)
+		return bad(prog, "--speedup applies to a --trace only%s", "");
+	if (o->send_delay_given && !o->send)
+		return bad(prog, "--send-delay applies to --send only%s", "");
+	if (o->linger_given && o->score)
+		return bad(prog, "--linger keeps a loop for telemetry: --score runs none%s", "");
+	/* --compare picks its policies; --policy may tune its adaptive, no more */
+	if (o->compare && o->policy_given &&
+	    !(strncmp(o->policy, "adaptive", 8) == 0 && (o->policy[8] == '\0' || o->policy[8] == ':')))
+		return bad(prog, "--compare runs its own policies (poll, intr, adaptive; with --score "
+			   "every one): --policy there may only tune adaptive "
+			   "(adaptive:KEY=VALUE), not '%s'", o->policy);
 	if (o->budget_given && !o->score)
 		return bad(prog, "--budget-us applies to --score only (a policy takes "
 			   "adaptive:budget_us=N)%s", "");

@@ -493,8 +493,10 @@ run_pattern(const struct opts *o, const char *policy, struct result *res)
 
 		timeline_sample(r);
 		trc = timeline_finish(r, policy);
-		if (trc < 0)
+		if (trc < 0) {
 			fprintf(stderr, "testevd: --timeline %s: %s\n", o->timeline, strerror(-trc));
+			res->timeline_failed = true;
+		}
 	}
 	/* Whatever the drain left behind is counted as lost, never hidden. */
 	evd_loop_stats_get(r->loop, &st);

@@ -69,6 +69,8 @@ struct opts {
 	bool compare;
 	bool semantics_given;
 	bool budget_given;
+	bool policy_given;     /* --policy (with --compare: adaptive's tuning) */
+	bool lambda_given, speedup_given, send_delay_given, linger_given;
 	bool pattern_given;    /* --pattern, --rate or --duration: the pattern's, not a --trace's */
 	unsigned int rounds;
 	bool progress;
@@ -147,6 +149,7 @@ struct result {
 	bool incomplete;    /* ethdev: the sender's END packet never arrived */
 	bool link_lost;     /* ...and the link was down when the run ended */
 	bool stopped;       /* SIGINT or SIGTERM ended the run early */
+	bool timeline_failed; /* --timeline could not be written (the status says so) */
 	const char *arm_probe; /* ethdev --probe-arm: strict, inconclusive, ... */
 	uint64_t ring_full;
 	uint32_t rings;     /* --source ring: rings the run had (one per source id of a trace) */

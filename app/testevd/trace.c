@@ -289,7 +289,7 @@ gen_param(const char *name, char *params, struct gen_args *a)
 		}
 		seen |= 1u << k;
 		v = strtod(eq + 1, &end);
-		if (*end != '\0' || !(v > 0) || !isfinite(v)) {
+		if (!trace_decimal_text(eq + 1) || *end != '\0' || !(v > 0) || !isfinite(v)) {
 			fprintf(stderr, "trace generator %s: %s: bad value '%s'\n", name, item, eq + 1);
 			return -EINVAL;
 		}
@@ -420,6 +420,12 @@ generate(const char *spec, uint64_t seed, size_t events, struct trace *t)
 			"from 1 to %d\n", buf, TESTEVD_RINGS_MAX);
 		return -EINVAL;
 	}
+	if (strcmp(buf, "periodic") == 0 && a.jitter_us > a.period_us) {
+		fprintf(stderr, "trace generator periodic: jitter_us must be at most period_us (a gap "
+			"is period_us +- jitter_us; past it gaps would be cut at 0 and the period "
+			"lost)\n");
+		return -EINVAL;
+	}
 	if (a.sources >= 1 && a.jitter_us * 2 >= a.period_us) {
 		fprintf(stderr, "trace generator periodic: with sources=N, jitter_us must be under "
 			"half of period_us (each source's arrivals stay in order)\n");
@@ -476,6 +482,12 @@ is_capture(const unsigned char *m)
 	return false;
 }
 
+bool
+trace_decimal_text(const char *s)
+{
+	return ((*s >= '0' && *s <= '9') || *s == '.') && s[strspn(s, "0123456789.eE+-")] == '\0';
+}
+
 int
 trace_load(const char *spec, uint64_t seed, size_t events, double speedup, struct trace *t)
 {
@@ -486,63 +498,98 @@ trace_load(const char *spec, uint64_t seed, size_t events, double speedup, struc
 	} else {
 		const char *base = strrchr(spec, '/') ? strrchr(spec, '/') + 1 : spec;
 		FILE *f = fopen(spec, "rb");
-		unsigned char magic[4] = { 0 };
+		size_t len = 0, cap = 1 << 16;
+		char *buf;
 
 		if (f == NULL) {
 			fprintf(stderr, "trace %s: %s\n", spec, strerror(errno));
 			return -errno;
 		}
-		if (fread(magic, 1, 4, f) != 4)
-			memset(magic, 0, 4);
-		if (is_capture(magic)) {
-			rewind(f);
+		/* read whole, then look at it: a pipe or a FIFO (--trace
+		 * /dev/stdin) cannot be read twice */
+		buf = malloc(cap);
+		while (buf != NULL) {
+			size_t k = fread(buf + len, 1, cap - len, f);
+
+			len += k;
+			if (len < cap)
+				break;
+			if (cap >= (size_t)1 << 30) {
+				fprintf(stderr, "trace %s: over 1 GiB, more than a trace of %u arrivals "
+					"can be\n", spec, TRACE_MAX_EVENTS);
+				free(buf);
+				fclose(f);
+				return -EFBIG;
+			}
+			cap *= 2;
+			{
+				char *nb = realloc(buf, cap);
+
+				if (nb == NULL)
+					free(buf);
+				buf = nb;
+			}
+		}
+		if (buf == NULL) {
+			fclose(f);
+			fprintf(stderr, "trace %s: out of memory reading it\n", spec);
+			return -ENOMEM;
+		}
+		if (ferror(f)) { /* a directory (EISDIR), an I/O error: not a short trace */
+			int e = errno ? errno : EIO;
+
+			fprintf(stderr, "trace %s: %s\n", spec, strerror(e));
+			free(buf);
+			fclose(f);
+			return -e;
+		}
+		fclose(f);
+		if (len >= 4 && is_capture((const unsigned char *)buf)) {
+			f = fmemopen(buf, len, "rb");
+			if (f == NULL) {
+				fprintf(stderr, "trace %s: %s\n", spec, strerror(errno));
+				free(buf);
+				return -errno;
+			}
 			rc = trace_load_pcap(f, base, t); /* closes f */
 		} else {
-			size_t len, cap = 1 << 16;
-			char *buf = malloc(cap);
-
-			rewind(f);
-			len = 0;
-			while (buf != NULL) {
-				size_t k = fread(buf + len, 1, cap - len, f);
-
-				len += k;
-				if (len < cap)
-					break;
-				if (cap >= (size_t)1 << 30) {
-					fprintf(stderr, "trace %s: over 1 GiB, more than a text trace "
-						"of %u arrivals can be\n", spec, TRACE_MAX_EVENTS);
-					free(buf);
-					fclose(f);
-					return -EFBIG;
-				}
-				cap *= 2;
-				{
-					char *nb = realloc(buf, cap);
-
-					if (nb == NULL) {
-						free(buf);
-						buf = NULL;
-					} else {
-						buf = nb;
-					}
-				}
-			}
-			fclose(f);
-			if (buf == NULL) {
-				fprintf(stderr, "trace %s: out of memory reading it\n", spec);
-				return -ENOMEM;
-			}
 			rc = trace_parse_text(buf, len, base, t);
-			free(buf);
 		}
+		free(buf);
 	}
 	if (rc < 0)
 		return rc;
 	if (speedup > 0 && speedup != 1) {
-		for (size_t i = 0; i < t->n; i++)
-			t->gap_ns[i] = (uint64_t)((double)t->gap_ns[i] / speedup);
+		for (size_t i = 0; i < t->n; i++) {
+			double g = (double)t->gap_ns[i] / speedup;
+
+			/* a slow-down (--speedup under 1) can stretch a gap past
+			 * the limit every trace keeps */
+			if (!(g <= (double)TRACE_MAX_GAP_NS)) {
+				fprintf(stderr, "trace %s: gap %zu is %.0f s at --speedup %g: gaps are at "
+					"most an hour\n", t->name, i + 1, g / 1e9, speedup);
+				trace_free(t);
+				return -ERANGE;
+			}
+			t->gap_ns[i] = (uint64_t)g;
+		}
 		snprintf(t->name + strlen(t->name), sizeof(t->name) - strlen(t->name), " x%g", speedup);
+	}
+	/* the whole trace within the clocks' range (the virtual clock starts
+	 * at 1 s; a replay adds its start to every arrival) */
+	{
+		uint64_t total = 0;
+
+		for (size_t i = 0; i < t->n; i++) {
+			total += t->gap_ns[i]; /* each at most an hour: no wrap here */
+			if (total > TRACE_MAX_TOTAL_NS) {
+				fprintf(stderr, "trace %s: longer than %.0f hours at arrival %zu: more "
+					"than a replay's clock holds\n", t->name,
+					(double)TRACE_MAX_TOTAL_NS / 3.6e12, i + 1);
+				trace_free(t);
+				return -ERANGE;
+			}
+		}
 	}
 	return 0;
 }

@@ -4,11 +4,13 @@
 #define TESTEVD_TRACE_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #define TRACE_MAX_EVENTS (50u * 1000 * 1000)          /* arrivals in a trace, at most */
 #define TRACE_MAX_GAP_NS UINT64_C(3600000000000) /* a gap, at most: an hour */
+#define TRACE_MAX_TOTAL_NS (UINT64_C(1) << 62)    /* a whole trace, at most: 146 years */
 
 struct trace {
 	char name[128];
@@ -42,6 +44,9 @@ int trace_load_pcap(FILE *f, const char *name, struct trace *t);
 int trace_parse_text(const char *buf, size_t len, const char *name, struct trace *t);
 /* Whether SPEC names a generator. */
 int trace_is_generator(const char *spec);
+/* Whether s is a plain decimal number for strtod (digits, a point, an
+ * exponent): not hex (0x10), not with blanks before it, not inf or nan. */
+bool trace_decimal_text(const char *s);
 
 /*
  * The trace's source ids, ascending, at most max of them into ids (a
