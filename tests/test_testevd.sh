@@ -405,6 +405,8 @@ badmsg "--compare with a non-adaptive --policy" "may only tune adaptive" --compa
 badmsg "--lambda without --score" "--lambda applies to --score only" --lambda 5
 badmsg "--speedup without --trace" "--speedup applies to a --trace" --speedup 2
 badmsg "--send-delay without --send" "--send-delay applies to --send" --send-delay 5
+badmsg "--port on the ring source" "--port applies to" --port 3
+badmsg "--queues on the ring source" "--queues applies to" --queues 4
 badmsg "--linger with --score" "--score runs none" --score --trace day --events 10 --linger 5
 badmsg "a hex duration" "invalid --duration '0x10'" --duration 0x10
 badmsg "a blank before a number" "invalid --duration ' 5'" --duration " 5"

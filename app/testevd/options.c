@@ -294,11 +294,13 @@ testevd_parse_opts(int argc, char **argv, struct opts *o)
 			if (parse_u64(optarg, 0, RTE_MAX_ETHPORTS - 1, &u) < 0)
 				return bad(prog, "invalid --port '%s'", optarg);
 			o->port = (uint16_t)u;
+			o->port_given = true;
 			break;
 		case O_QUEUES:
 			if (parse_u64(optarg, 1, 16, &u) < 0)
 				return bad(prog, "invalid --queues '%s' (1..16)", optarg);
 			o->queues = (uint16_t)u;
+			o->queues_given = true;
 			break;
 		case O_SEND:
 			o->send = true;
@@ -433,6 +435,10 @@ testevd_parse_opts(int argc, char **argv, struct opts *o)
 			   "adaptive:lambda_pct=N)%s", "");
 	if (o->speedup_given && o->trace == NULL)
 		return bad(prog, "--speedup applies to a --trace only%s", "");
+	if (o->port_given && !o->send && !o->raw_epoll && strcmp(o->source, "ethdev") != 0)
+		return bad(prog, "--port applies to --source ethdev, --send and --raw-epoll%s", "");
+	if (o->queues_given && strcmp(o->source, "ethdev") != 0)
+		return bad(prog, "--queues applies to --source ethdev only%s", "");
 	if (o->send_delay_given && !o->send)
 		return bad(prog, "--send-delay applies to --send only%s", "");
 	if (o->linger_given && o->score)
