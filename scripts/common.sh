@@ -74,14 +74,16 @@ header() {
 }
 
 # quietly DESCRIPTION CMD...: run CMD with its output kept aside; on failure
-# show it (meson prints its errors on stdout) and stop.
+# show it (meson prints its errors on stdout) and stop, with status
+# $quiet_status (1; 3 where a script's 1 means lost packets).
+quiet_status=1
 quietly() {
 	local what=$1 out
 	shift
 	if ! out=$("$@" 2>&1); then
 		printf '%s\n' "$out" >&2
 		echo "evd: $what failed: $*" >&2
-		exit 1
+		exit "$quiet_status"
 	fi
 }
 
@@ -103,8 +105,11 @@ build_evd() {
 }
 
 # build_evd_quiet: the same, its output shown only if the build fails
-# (ninja prints its FAILED lines and the compiler's errors on stdout)
+# (ninja prints its FAILED lines and the compiler's errors on stdout), with
+# status 3: the scripts that use it (fwd-pair, ethdev-demo, bench) keep 1
+# for lost packets
 build_evd_quiet() {
+	local quiet_status=3
 	setup_build "$build" "$@"
 	quietly "the build" ninja -C "$build"
 }

@@ -71,11 +71,10 @@ if name.startswith("sparse"):
 # The receiver's figures span the pattern (its first packet to the END),
 # not the sender's --send-delay (3 s) before it: the same time as the
 # sender's within a gap or two, where a host stall may add to either side;
-# a span that counted the delay would be 3 s over
-assert abs(rx["duration_s"] - tx["duration_s"]) < 1.5, \
+# a span that counted the delay would be 3 s over (and its rate, the same
+# packets over that span, a third or more lower)
+assert abs(rx["duration_s"] - tx["duration_s"]) < 1.0, \
     f"{name}: receiver over {rx['duration_s']} s, sender {tx['duration_s']} s"
-assert abs(rx["events_per_s"] * rx["duration_s"] / (tx["events_per_s"] * tx["duration_s"]) - 1) < 0.01, \
-    f"{name}: receiver {rx['events_per_s']}/s over {rx['duration_s']} s, sender {tx['events_per_s']}/s"
 # The race the re-poll closes: a re-poll hit, or the probe showing that
 # arming does not fire for a packet already queued (virtio/vhost is strict).
 assert rx["repoll_hits"] >= 1 or rx.get("arm_probe") == "strict", \
@@ -200,6 +199,7 @@ pids+=("$rx")
 # calibration can take seconds on a loaded machine, or under ASan)
 if client=$(command -v dpdk-telemetry.py); then
 	for _ in $(seq 600); do
+		kill -0 "$rx" 2>/dev/null || break # the receiver ended: its status says why, below
 		echo /evd/stats,0 | python3 "$client" -f evd-rx$$ 2>/dev/null | grep -q '"events": [1-9]' && break
 		sleep 0.1
 	done

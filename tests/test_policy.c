@@ -572,10 +572,10 @@ test_user_policy(void)
 	CHECK_EQ(evd_loop_create(&conf, &loop), -EINVAL);
 }
 
-/* The period of the pre-wake tests: 10 ms, or longer where this machine's
- * sleep is dear enough (B + 4 L(10 ms), at lambda 4) that spinning through
- * 10 ms would pay: L is measured, and under sanitizers with the other CPU
- * busy it has reached milliseconds. Twice that cost: sleeping clearly wins. */
+/* The period of the pre-wake tests: 10 ms, or longer where the
+ * environment's sleep is dear enough (B + 4 L(10 ms), at lambda 4) that
+ * spinning through 10 ms would pay. Twice that cost: sleeping clearly wins.
+ * (On the given environment they run on, main's "prewake": 10 ms.) */
 static uint64_t
 prewake_period(void)
 {
@@ -1615,6 +1615,17 @@ main(int argc, char **argv)
 		TEST(test_adaptive_window_cold);
 		return 0;
 	}
+	if (argc > 1 && strcmp(argv[1], "prewake") == 0) {
+		/* Pre-wake's logic on a given environment (the committed
+		 * calibration's, no window): measured under the suite's load
+		 * the machine's own has read a halt window whose cold wake
+		 * took 4 ms (TSan, the other CPU busy), where a pre-wake's
+		 * timer wake, priced cold, rightly never pays */
+		on_env(5581, 10773, 10773, 86585, 101382);
+		TEST(test_adaptive_prewake);
+		TEST(test_adaptive_prewake_per_source);
+		return 0;
+	}
 	if (argc > 1 && strcmp(argv[1], "guard") == 0) {
 		on_env(5000, 10000, 10000, 60000, 200000); /* L grows with the time asleep */
 		TEST(test_adaptive_auto_guard);
@@ -1628,8 +1639,6 @@ main(int argc, char **argv)
 	TEST(test_adaptive_learns);
 	TEST(test_adaptive_young);
 	TEST(test_adaptive_lock_in_lambda);
-	TEST(test_adaptive_prewake);
-	TEST(test_adaptive_prewake_per_source);
 	TEST(test_adaptive_per_source_contexts);
 	TEST(test_adaptive_guard);
 	TEST(test_napi);

@@ -407,7 +407,7 @@ badmsg "--speedup without --trace" "--speedup applies to a --trace" --speedup 2
 badmsg "--send-delay without --send" "--send-delay applies to --send" --send-delay 5
 badmsg "--port on the ring source" "--port applies to" --port 3
 badmsg "--queues on the ring source" "--queues applies to" --queues 4
-badmsg "--linger with --score" "--score runs none" --score --trace day --events 10 --linger 5
+badmsg "--linger with --score" "--score, --send and --raw-epoll run none" --score --trace day --events 10 --linger 5
 badmsg "a hex duration" "invalid --duration '0x10'" --duration 0x10
 badmsg "a blank before a number" "invalid --duration ' 5'" --duration " 5"
 badmsg "a hex generator value" "bad value '0x10'" --score --trace poisson:rate=0x10 --events 10

@@ -63,11 +63,12 @@ compare(const struct opts *o)
 	}
 	one = &acc[N_POLICIES];
 	if (o->trace != NULL)
-		printf("testevd: trace %s on the %s source, policies poll, intr, adaptive, %u round(s)\n",
-		       o->trace, o->source, o->rounds);
+		printf("testevd: trace %s on the %s source, policies poll, intr, %s, %u round(s)\n",
+		       o->trace, o->source, o->policy_given ? o->policy : "adaptive", o->rounds);
 	else
-		printf("testevd: pattern %s for %.1f s on the %s source, policies poll, intr, adaptive,"
-		       " %u round(s)\n", o->pattern, o->duration_s, o->source, o->rounds);
+		printf("testevd: pattern %s for %.1f s on the %s source, policies poll, intr, %s,"
+		       " %u round(s)\n", o->pattern, o->duration_s, o->source,
+		       o->policy_given ? o->policy : "adaptive", o->rounds);
 	for (unsigned int k = 0; k < o->rounds; k++) {
 		for (unsigned int j = 0; j < N_POLICIES; j++) {
 			unsigned int i = (j + k) % N_POLICIES;

@@ -441,8 +441,9 @@ testevd_parse_opts(int argc, char **argv, struct opts *o)
 		return bad(prog, "--queues applies to --source ethdev only%s", "");
 	if (o->send_delay_given && !o->send)
 		return bad(prog, "--send-delay applies to --send only%s", "");
-	if (o->linger_given && o->score)
-		return bad(prog, "--linger keeps a loop for telemetry: --score runs none%s", "");
+	if (o->linger_given && (o->score || o->send || o->raw_epoll))
+		return bad(prog, "--linger keeps a loop for telemetry: --score, --send and "
+			   "--raw-epoll run none%s", "");
 	/* --compare picks its policies; --policy may tune its adaptive, no more */
 	if (o->compare && o->policy_given &&
 	    !(strncmp(o->policy, "adaptive", 8) == 0 && (o->policy[8] == '\0' || o->policy[8] == ':')))

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <pcap/pcap.h>
 
@@ -482,81 +483,58 @@ is_capture(const unsigned char *m)
 	return false;
 }
 
-bool
-trace_decimal_text(const char *s)
+/* Read a whole text trace (or a piped input) into *buf; closes f. */
+static int
+read_all(FILE *f, const char *spec, char **buf, size_t *len)
 {
-	return ((*s >= '0' && *s <= '9') || *s == '.') && s[strspn(s, "0123456789.eE+-")] == '\0';
+	size_t cap = 1 << 16;
+	char *b = malloc(cap);
+
+	*len = 0;
+	while (b != NULL) {
+		size_t k = fread(b + *len, 1, cap - *len, f);
+
+		*len += k;
+		if (*len < cap)
+			break;
+		if (cap >= (size_t)1 << 30) {
+			fprintf(stderr, "trace %s: over 1 GiB read from a pipe or as text, more than "
+				"a trace of %u arrivals can be\n", spec, TRACE_MAX_EVENTS);
+			free(b);
+			fclose(f);
+			return -EFBIG;
+		}
+		cap *= 2;
+		{
+			char *nb = realloc(b, cap);
+
+			if (nb == NULL)
+				free(b);
+			b = nb;
+		}
+	}
+	if (b == NULL) {
+		fclose(f);
+		fprintf(stderr, "trace %s: out of memory reading it\n", spec);
+		return -ENOMEM;
+	}
+	if (ferror(f)) { /* a directory (EISDIR), an I/O error: not a short trace */
+		int e = errno ? errno : EIO;
+
+		fprintf(stderr, "trace %s: %s\n", spec, strerror(e));
+		free(b);
+		fclose(f);
+		return -e;
+	}
+	fclose(f);
+	*buf = b;
+	return 0;
 }
 
-int
-trace_load(const char *spec, uint64_t seed, size_t events, double speedup, struct trace *t)
+/* After a trace is made: --speedup, and the limits every trace keeps. */
+static int
+trace_finish(int rc, double speedup, struct trace *t)
 {
-	int rc;
-
-	if (trace_is_generator(spec)) {
-		rc = generate(spec, seed, events, t);
-	} else {
-		const char *base = strrchr(spec, '/') ? strrchr(spec, '/') + 1 : spec;
-		FILE *f = fopen(spec, "rb");
-		size_t len = 0, cap = 1 << 16;
-		char *buf;
-
-		if (f == NULL) {
-			fprintf(stderr, "trace %s: %s\n", spec, strerror(errno));
-			return -errno;
-		}
-		/* read whole, then look at it: a pipe or a FIFO (--trace
-		 * /dev/stdin) cannot be read twice */
-		buf = malloc(cap);
-		while (buf != NULL) {
-			size_t k = fread(buf + len, 1, cap - len, f);
-
-			len += k;
-			if (len < cap)
-				break;
-			if (cap >= (size_t)1 << 30) {
-				fprintf(stderr, "trace %s: over 1 GiB, more than a trace of %u arrivals "
-					"can be\n", spec, TRACE_MAX_EVENTS);
-				free(buf);
-				fclose(f);
-				return -EFBIG;
-			}
-			cap *= 2;
-			{
-				char *nb = realloc(buf, cap);
-
-				if (nb == NULL)
-					free(buf);
-				buf = nb;
-			}
-		}
-		if (buf == NULL) {
-			fclose(f);
-			fprintf(stderr, "trace %s: out of memory reading it\n", spec);
-			return -ENOMEM;
-		}
-		if (ferror(f)) { /* a directory (EISDIR), an I/O error: not a short trace */
-			int e = errno ? errno : EIO;
-
-			fprintf(stderr, "trace %s: %s\n", spec, strerror(e));
-			free(buf);
-			fclose(f);
-			return -e;
-		}
-		fclose(f);
-		if (len >= 4 && is_capture((const unsigned char *)buf)) {
-			f = fmemopen(buf, len, "rb");
-			if (f == NULL) {
-				fprintf(stderr, "trace %s: %s\n", spec, strerror(errno));
-				free(buf);
-				return -errno;
-			}
-			rc = trace_load_pcap(f, base, t); /* closes f */
-		} else {
-			rc = trace_parse_text(buf, len, base, t);
-		}
-		free(buf);
-	}
 	if (rc < 0)
 		return rc;
 	if (speedup > 0 && speedup != 1) {
@@ -592,6 +570,64 @@ trace_load(const char *spec, uint64_t seed, size_t events, double speedup, struc
 		}
 	}
 	return 0;
+}
+
+bool
+trace_decimal_text(const char *s)
+{
+	return ((*s >= '0' && *s <= '9') || *s == '.') && s[strspn(s, "0123456789.eE+-")] == '\0';
+}
+
+int
+trace_load(const char *spec, uint64_t seed, size_t events, double speedup, struct trace *t)
+{
+	int rc;
+
+	if (trace_is_generator(spec)) {
+		rc = generate(spec, seed, events, t);
+	} else {
+		const char *base = strrchr(spec, '/') ? strrchr(spec, '/') + 1 : spec;
+		FILE *f = fopen(spec, "rb");
+		unsigned char magic[4] = { 0 };
+		struct stat st;
+		char *buf = NULL;
+		size_t len = 0;
+
+		if (f == NULL) {
+			fprintf(stderr, "trace %s: %s\n", spec, strerror(errno));
+			return -errno;
+		}
+		if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode)) {
+			/* a file: its first bytes say what it is, then from the
+			 * start again (a capture is streamed, whatever its size) */
+			if (fread(magic, 1, 4, f) != 4)
+				memset(magic, 0, 4);
+			rewind(f);
+			if (is_capture(magic))
+				return trace_finish(trace_load_pcap(f, base, t), speedup, t); /* closes f */
+			rc = read_all(f, spec, &buf, &len); /* closes f */
+		} else {
+			/* a pipe or a FIFO (--trace /dev/stdin) cannot be read
+			 * twice: read whole, then look at it (a directory: the
+			 * read's error) */
+			rc = read_all(f, spec, &buf, &len); /* closes f */
+			if (rc == 0 && len >= 4 && is_capture((const unsigned char *)buf)) {
+				f = fmemopen(buf, len, "rb");
+				if (f == NULL) {
+					rc = -errno;
+					fprintf(stderr, "trace %s: %s\n", spec, strerror(errno));
+				} else {
+					rc = trace_load_pcap(f, base, t); /* closes f */
+				}
+				free(buf);
+				return trace_finish(rc, speedup, t);
+			}
+		}
+		if (rc == 0)
+			rc = trace_parse_text(buf, len, base, t);
+		free(buf);
+	}
+	return trace_finish(rc, speedup, t);
 }
 
 int

@@ -61,6 +61,7 @@ struct evd_ethdev_conf {
 	 * removal the source is no longer polled and its removal from the loop
 	 * is under way: it has left when the loop's step (or evd_loop_run's
 	 * round) ends, and evd_source_destroy() answers -EBUSY until then.
+	 * Destroy it after that, never from this callback.
 	 */
 	void (*on_port_event)(struct evd_source *src, enum rte_eth_event_type type, void *arg);
 	/** Argument of on_port_event. */

@@ -20,7 +20,8 @@ lib=("$src"/lib/evd/*.c)
 extra=()
 case $target in
 policy) files=("$src/tests/fuzz/fuzz_policy.c") ;;
-opts) files=("$src/tests/fuzz/fuzz_opts.c" "$src/app/testevd/options.c" "$src/app/testevd/pattern.c") ;;
+opts) files=("$src/tests/fuzz/fuzz_opts.c" "$src/app/testevd/options.c" "$src/app/testevd/pattern.c"
+	"$src/app/testevd/trace.c"); extra=(-lpcap) ;;
 trace) files=("$src/tests/fuzz/fuzz_trace.c" "$src/app/testevd/trace.c"); lib=(); extra=(-lpcap) ;;
 pcap) files=("$src/tests/fuzz/fuzz_pcap.c" "$src/app/testevd/trace.c"); lib=(); extra=(-lpcap) ;;
 *) echo "unknown target $target"; exit 2 ;;
