@@ -219,6 +219,12 @@ w, n, ad = (json.load(open(f))[0] for f in sys.argv[1:])
 # (2.7 %) where sleeping both would be 10 us (0.5 %)
 assert ad["competitive_ratio"] < 1.05 and ad["cpu_pct"] > 2.0, \
     f"adaptive with a window: ratio {ad['competitive_ratio']}, CPU {ad['cpu_pct']} %"
+# hindsight with a window: one threshold for both sleeps both (1.2: each
+# 50 us gap wakes cold); the rule per context found by search spins after
+# a 2 ms gap and sleeps after a 50 us one, the oracle's own (1.000), and is
+# never above the one threshold's
+assert abs(ad["hindsight_ratio"] - 1.2) < 0.01, ad["hindsight_ratio"]
+assert ad["hindsight_context_ratio"] < 1.001, ad["hindsight_context_ratio"]
 c = w["calibration"]
 assert c["timeout_ns"] == [18000, 10000] and c["window_ns"] == 100000 and c["cold_wake_ns"] == 70000, c
 assert w["latency_us"]["p99"] >= 65, f"cold wakes: {w['latency_us']}"
@@ -233,6 +239,21 @@ assert abs(w["oracle_cost"] - 1000 * (5000 + 70000 + 50000)) < 1000, w["oracle_c
 assert abs(n["oracle_cost"] - 1000 * (5000 + l2 + 5000 + 16000)) < 1000, n["oracle_cost"]
 print(f"ok: host window: intr p99 {w['latency_us']['p99']} us (no window {n['latency_us']['p99']}), "
       f"ratio {w['competitive_ratio']} ({n['competitive_ratio']})")
+PY
+# ...and a rule it reports is one that exists: it sets no timers, so it
+# cannot pay less than the oracle. Gaps of 50, 50 us and 2 ms: summing each
+# context's best, each priced as if its threshold ruled every context, read
+# 0.855 here (and 1.50 against a rule of 1.04 on another pattern)
+python3 -c 'print("50000\n50000\n2000000\n" * 300, end="")' > "$tmp/win3.txt"
+check "score, a host window, hindsight per context" 0 "$testevd" --score --policy intr \
+	--calibration "$tmp/calW.txt" --trace "$tmp/win3.txt" --json "$tmp/win3.json"
+python3 - "$tmp/win3.json" <<'PY' || fail=1
+import json, sys
+r = json.load(open(sys.argv[1]))[0]
+assert 0.999 <= r["hindsight_context_ratio"] <= r["hindsight_ratio"] + 1e-9, \
+    (r["hindsight_context_ratio"], r["hindsight_ratio"])
+print(f"ok: hindsight per context with a window {r['hindsight_context_ratio']} "
+      f"(one threshold {r['hindsight_ratio']})")
 PY
 # The oracle's kinks: with a window a sleep past W wakes in max(L, Lc), and
 # with a budget latency under it is free, so a sleep's cost in its length s
