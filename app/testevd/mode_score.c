@@ -226,6 +226,22 @@ struct hindsight {
 	int sources;
 };
 
+/* A gap g under spin threshold th: spun through (g), or th spun and the
+ * rest slept, woken after the last halt (*halt, then this sleep's). */
+static inline double
+threshold_gap_cost(double g, double th, double lambda, uint64_t *halt)
+{
+	uint64_t sl;
+	double c;
+
+	if (g <= th)
+		return g;
+	sl = (uint64_t)(g - th);
+	c = th + b_ns + lambda * over(wake_after(sl, *halt));
+	*halt = sl;
+	return c;
+}
+
 /* The cost of one threshold per context (thr[ctx]) over the whole trace,
  * the window's state followed along the one path: what that rule pays. cx:
  * each gap's context. */
@@ -235,18 +251,8 @@ ctx_rule_cost(const struct trace *t, const uint8_t *cx, double lambda, const dou
 	uint64_t halt = WARM;
 	double cost = 0;
 
-	for (size_t i = 0; i < t->n; i++) {
-		double g = (double)t->gap_ns[i], th = thr[cx[i]];
-		uint64_t sl;
-
-		if (g <= th) {
-			cost += g;
-			continue;
-		}
-		sl = (uint64_t)(g - th);
-		cost += th + b_ns + lambda * over(wake_after(sl, halt));
-		halt = sl;
-	}
+	for (size_t i = 0; i < t->n; i++)
+		cost += threshold_gap_cost((double)t->gap_ns[i], thr[cx[i]], lambda, &halt);
 	return cost;
 }
 
@@ -254,10 +260,10 @@ ctx_rule_cost(const struct trace *t, const uint8_t *cx, double lambda, const dou
  * threshold, each priced on its own path (as if it ruled every context):
  * an estimate that no rule need attain (npm-pack-2 x100 repeated 8 times:
  * 1.156, while the rule of those thresholds pays 1.231 in the scorer). From
- * those thresholds on, sweeps of one context at a time over every threshold,
- * each rule priced on its one path, until a sweep finds nothing cheaper (3
- * at most): a rule that exists and what it pays, the best such search finds
- * (not a bound: a rule could pay less). */
+ * the rule in thr (the caller's start) on, sweeps of one context at a time
+ * over every threshold, each rule priced on its one path, until a sweep
+ * finds nothing cheaper (3 at most): a rule that exists and what it pays,
+ * the best such search finds (not a bound: a rule could pay less). */
 static double
 ctx_rule_search(const struct trace *t, const uint8_t *cx, const bool *used, double lambda,
 		const double *th, double *thr)
@@ -319,17 +325,8 @@ hindsight(const struct trace *t, double lambda, double oracle_cost, struct hinds
 
 		cx[i] = (uint8_t)ctx;
 		used[ctx] = true;
-		for (int j = 0; j < HS_T; j++) {
-			uint64_t sl;
-
-			if (g <= th[j]) {
-				c[ctx][j] += g;
-				continue;
-			}
-			sl = (uint64_t)(g - th[j]);
-			c[ctx][j] += th[j] + b_ns + lambda * over(wake_after(sl, halt[j]));
-			halt[j] = sl;
-		}
+		for (int j = 0; j < HS_T; j++)
+			c[ctx][j] += threshold_gap_cost(g, th[j], lambda, &halt[j]);
 		ctx = hs_context(t->gap_ns[i]) + HS_GAPS * hs_source(ids, &n_ids, t->source[i]);
 	}
 	for (int j = 0; j < HS_T; j++) {

@@ -292,10 +292,12 @@ rxq_poll(struct evd_source *src, uint16_t budget)
 
 	if (unlikely(__atomic_load_n(&q->pending, __ATOMIC_RELAXED) != 0))
 		handle_pending(q);
-	/* every poll, not only the one that handles the removal: a removed
-	 * source put on a loop again (evd_loop_add refuses it, but a loop
-	 * whose removal is deferred polls it until the round ends) must not
-	 * read a released port, whose id a new port may take */
+	/* every poll, not only the one that handles the removal: EAL's
+	 * thread sets the flag before the pending bit, so a poll can see the
+	 * port gone first; and nothing that polls the source after (the loop
+	 * skips it once removing, evd_loop_add refuses it, but its poll op
+	 * can be called directly) may read a released port, whose id a new
+	 * port may take */
 	if (unlikely(__atomic_load_n(&q->removed, __ATOMIC_ACQUIRE)))
 		return 0;
 	n = rte_eth_rx_burst(q->port, q->queue, pkts, budget > MAX_BURST ? MAX_BURST : budget);
