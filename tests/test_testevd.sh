@@ -426,6 +426,11 @@ badmsg "--compare with a non-adaptive --policy" "may only tune adaptive" --compa
 badmsg "--lambda without --score" "--lambda applies to --score only" --lambda 5
 badmsg "--speedup without --trace" "--speedup applies to a --trace" --speedup 2
 badmsg "--send-delay without --send" "--send-delay applies to --send" --send-delay 5
+printf '1000\n2000\n3000\n' >"$tmp/three.txt"
+badmsg "--events with a file trace" "--events is how many arrivals a generator makes" \
+	--score --trace "$tmp/three.txt" --events 10
+badmsg "--events with a pattern" "--events is how many arrivals a generator makes" --events 10
+badmsg "--seed with a file trace" "a file trace has no randomness" --score --trace "$tmp/three.txt" --seed 3
 badmsg "--port on the ring source" "--port applies to" --port 3
 badmsg "--queues on the ring source" "--queues applies to" --queues 4
 badmsg "--linger with --score" "--score, --send and --raw-epoll run none" --score --trace day --events 10 --linger 5

@@ -267,6 +267,7 @@ testevd_parse_opts(int argc, char **argv, struct opts *o)
 		case O_SEED:
 			if (parse_u64(optarg, 0, UINT64_MAX, &o->seed) < 0)
 				return bad(prog, "invalid --seed '%s' (unsigned integer)", optarg);
+			o->seed_given = true;
 			break;
 		case O_MAXSLEEP:
 			if (parse_u64(optarg, 1, 60u * 1000 * 1000, &u) < 0)
@@ -353,6 +354,7 @@ testevd_parse_opts(int argc, char **argv, struct opts *o)
 			if (parse_u64(optarg, 1, 50000000, &u) < 0)
 				return bad(prog, "invalid --events '%s' (1..50000000)", optarg);
 			o->events = u;
+			o->events_given = true;
 			break;
 		case O_LAMBDA:
 			if (parse_double(optarg, 0, 1e6, &o->lambda) < 0)
@@ -435,6 +437,12 @@ testevd_parse_opts(int argc, char **argv, struct opts *o)
 			   "adaptive:lambda_pct=N)%s", "");
 	if (o->speedup_given && o->trace == NULL)
 		return bad(prog, "--speedup applies to a --trace only%s", "");
+	if (o->events_given && (o->trace == NULL || !trace_is_generator(o->trace)))
+		return bad(prog, "--events is how many arrivals a generator makes: a file trace has "
+			   "its own, a pattern --duration%s", "");
+	if (o->seed_given && o->trace != NULL && !trace_is_generator(o->trace))
+		return bad(prog, "--seed drives a generator or a pattern: a file trace has no "
+			   "randomness%s", "");
 	if (o->port_given && !o->send && !o->raw_epoll && strcmp(o->source, "ethdev") != 0)
 		return bad(prog, "--port applies to --source ethdev, --send and --raw-epoll%s", "");
 	if (o->queues_given && strcmp(o->source, "ethdev") != 0)
