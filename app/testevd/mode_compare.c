@@ -64,16 +64,15 @@ compare(const struct opts *o)
 	one = &acc[N_POLICIES];
 	if (o->trace != NULL)
 		printf("testevd: trace %s on the %s source, policies poll, intr, %s, %u round(s)\n",
-		       o->trace, o->source, o->policy_given ? o->policy : "adaptive", o->rounds);
+		       o->trace, o->source, o->policy, o->rounds);
 	else
 		printf("testevd: pattern %s for %.1f s on the %s source, policies poll, intr, %s,"
-		       " %u round(s)\n", o->pattern, o->duration_s, o->source,
-		       o->policy_given ? o->policy : "adaptive", o->rounds);
+		       " %u round(s)\n", o->pattern, o->duration_s, o->source, o->policy, o->rounds);
 	for (unsigned int k = 0; k < o->rounds; k++) {
 		for (unsigned int j = 0; j < N_POLICIES; j++) {
 			unsigned int i = (j + k) % N_POLICIES;
 			/* adaptive takes its tuning from --policy when that names it */
-			const char *p = i == 2 && o->policy_given ? o->policy : policies[i];
+			const char *p = i == 2 ? o->policy : policies[i]; /* adaptive's spec (options.c) */
 			int rc;
 
 			printf("  round %u: %s ...\n", k + 1, p);

@@ -263,13 +263,12 @@ ctx_rule_cost(const struct trace *t, const uint8_t *cx, double lambda, const dou
  * the rule in thr (the caller's start) on, sweeps of one context at a time
  * over every threshold, each rule priced on its one path, until a sweep
  * finds nothing cheaper (3 at most): a rule that exists and what it pays,
- * the best such search finds (not a bound: a rule could pay less). */
+ * the best such search finds (not a bound: a rule could pay less). best:
+ * what the rule in thr pays. */
 static double
 ctx_rule_search(const struct trace *t, const uint8_t *cx, const bool *used, double lambda,
-		const double *th, double *thr)
+		const double *th, double *thr, double best)
 {
-	double best = ctx_rule_cost(t, cx, lambda, thr);
-
 	for (int sweep = 0; sweep < 3; sweep++) {
 		bool better = false;
 
@@ -356,13 +355,14 @@ hindsight(const struct trace *t, double lambda, double oracle_cost, struct hinds
 	 * the contexts' own bests and the one threshold for all, so it is
 	 * never above the whole trace's hindsight */
 	if (env->window_ns != 0) {
-		double one[HS_CTX];
+		double one[HS_CTX], c_one, c_own = ctx_rule_cost(t, cx, lambda, thr);
 
 		for (int k = 0; k < HS_CTX; k++)
 			one[k] = h->t_ns;
-		if (ctx_rule_cost(t, cx, lambda, one) < ctx_rule_cost(t, cx, lambda, thr))
+		c_one = ctx_rule_cost(t, cx, lambda, one);
+		if (c_one < c_own)
 			memcpy(thr, one, sizeof(thr));
-		ctx_sum = ctx_rule_search(t, cx, used, lambda, th, thr);
+		ctx_sum = ctx_rule_search(t, cx, used, lambda, th, thr, fmin(c_one, c_own));
 	}
 	for (int k = 0; k < HS_GAPS; k++)
 		h->ctx_t_ns[k] = thr[k];
@@ -672,10 +672,10 @@ score_mode(const struct opts *o)
 	int rc;
 
 	if (o->compare) {
-		/* adaptive first, tuned by --policy where given (options.c
-		 * refuses any other policy beside --compare) */
+		/* adaptive first, as --policy tunes it (beside --compare
+		 * options.c takes adaptive's spec alone; "adaptive" if none) */
 		for (size_t i = 0; i < RTE_DIM(all); i++)
-			list[n++] = i == 0 && o->policy_given ? o->policy : all[i];
+			list[n++] = i == 0 ? o->policy : all[i];
 		if (o->budget_us != 0) { /* the adaptive that knows the budget */
 			snprintf(budgeted, sizeof(budgeted), "adaptive:budget_us=%" PRIu64, o->budget_us);
 			list[n++] = budgeted;

@@ -246,7 +246,6 @@ testevd_parse_opts(int argc, char **argv, struct opts *o)
 			if (evd_policy_validate(optarg) < 0)
 				return bad(prog, "invalid --policy '%s' (see the log line above)", optarg);
 			o->policy = optarg;
-			o->policy_given = true;
 			break;
 		case O_DURATION:
 			if (parse_double(optarg, 0.1, 86400, &o->duration_s) < 0)
@@ -452,8 +451,9 @@ testevd_parse_opts(int argc, char **argv, struct opts *o)
 	if (o->linger_given && (o->score || o->send || o->raw_epoll))
 		return bad(prog, "--linger keeps a loop for telemetry: --score, --send and "
 			   "--raw-epoll run none%s", "");
-	/* --compare picks its policies; --policy may tune its adaptive, no more */
-	if (o->compare && o->policy_given &&
+	/* --compare picks its policies; --policy may tune its adaptive, no
+	 * more (so there o->policy is adaptive's spec, "adaptive" unless given) */
+	if (o->compare &&
 	    !(strncmp(o->policy, "adaptive", 8) == 0 && (o->policy[8] == '\0' || o->policy[8] == ':')))
 		return bad(prog, "--compare runs its own policies (poll, intr, adaptive; with --score "
 			   "every one): --policy there may only tune adaptive "

@@ -69,7 +69,6 @@ struct opts {
 	bool compare;
 	bool semantics_given;
 	bool budget_given;
-	bool policy_given;     /* --policy (with --compare: adaptive's tuning) */
 	bool lambda_given, speedup_given, send_delay_given, linger_given, port_given, queues_given;
 	bool events_given, seed_given;
 	bool pattern_given;    /* --pattern, --rate or --duration: the pattern's, not a --trace's */
