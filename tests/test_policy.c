@@ -419,6 +419,12 @@ test_calibration(void)
 		e.window_ns = 100000;
 		e.cold_wake_ns = 0;
 		CHECK_EQ(evd_policy_env_set(&e), -EINVAL);
+		e = *env; /* L falling as the time asleep grows */
+		e.wake_ns[2] = e.wake_ns[1] - 1;
+		log_capture();
+		CHECK_EQ(evd_policy_env_set(&e), -EINVAL);
+		log_release();
+		CHECK(strstr(logbuf, "L (wake_ns) falling") != NULL);
 		e = *env;
 		CHECK_EQ(evd_policy_env_set(&e), -EALREADY); /* a good one, too late */
 	}
@@ -1310,6 +1316,42 @@ test_adaptive_nap_lateness(void)
 	evd_policy_destroy(p);
 }
 
+/* A budget under 3 B (on main's "napretry" environment: B 5 us, L 1 us):
+ * naps of budget - L, over 2 B; made to end the whole budget late, they
+ * stop; the retry's nap, 3 B elsewhere, is the budget here, never over it. */
+static void
+test_adaptive_nap_retry_short(void)
+{
+	const uint64_t budget = 12000, b = evd_policy_env_get()->sleep_wake_ns;
+	uint64_t now = 1000000000ull, arg = 0;
+	struct evd_policy *p;
+	int naps = 0, gaps;
+
+	CHECK(budget > 2 * b && budget < 3 * b);
+	CHECK_EQ(evd_policy_create("adaptive:budget_us=12", &p), 0);
+	for (int i = 0; i < 40; i++) /* dense: 64 arrivals each microsecond */
+		gap_then_decide(p, &now, 1000, 64, &arg);
+	log_capture();
+	for (int i = 0; i < 100000 && decide_at(p, now, 100, 1, &arg) == EVD_ACTION_NAP; i++) {
+		CHECK(arg <= budget);
+		evd_policy_wake(p, now + arg + budget, arg + budget, EVD_WAKE_TIMEOUT);
+		now += 1000;
+		evd_policy_events(p, now, 64);
+		naps++;
+	}
+	log_release();
+	printf("  budget %" PRIu64 " ns, B %" PRIu64 " ns: naps off after %d\n", budget, b, naps);
+	CHECK(naps > 0);
+	CHECK(strstr(logbuf, "naps off") != NULL);
+	for (gaps = 0; gaps < 1000; gaps++)
+		if (gap_then_decide(p, &now, 10000, 64, &arg) == EVD_ACTION_NAP)
+			break;
+	printf("  tried again after %d gaps: nap %" PRIu64 " ns\n", gaps, arg);
+	CHECK(gaps < 1000);
+	CHECK(arg > 2 * b && arg <= budget);
+	evd_policy_destroy(p);
+}
+
 /* ---- naps in a loop: a user policy that naps ---- */
 
 static int slack_before, slack_after; /* the run thread's, around evd_loop_run */
@@ -1666,6 +1708,11 @@ main(int argc, char **argv)
 		on_env(5581, 10773, 10773, 86585, 101382);
 		TEST(test_adaptive_prewake);
 		TEST(test_adaptive_prewake_per_source);
+		return 0;
+	}
+	if (argc > 1 && strcmp(argv[1], "napretry") == 0) {
+		on_env(5000, 1000, 1000, 1000, 1000); /* wakes faster than B */
+		TEST(test_adaptive_nap_retry_short);
 		return 0;
 	}
 	if (argc > 1 && strcmp(argv[1], "guard") == 0) {

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sys/epoll.h>
+#include <unistd.h>
 
 #include <evd.h>
 #include <evd_source.h>
@@ -304,6 +305,86 @@ test_remove_while_ringing(void)
 	CHECK_EQ(evd_loop_destroy(b), 0);
 }
 
+/* write() interposed: the doorbell of the producer thread that sets
+ * stall_me waits until the test lets it go, as if that producer were
+ * descheduled between taking the doorbell (armed 1 -> 0) and ringing it. */
+static __thread bool stall_me;
+static bool stall_go, stalled;
+static ssize_t (*real_write)(int, const void *, size_t);
+
+ssize_t
+write(int fd, const void *buf, size_t n)
+{
+	if (real_write == NULL)
+		real_write = (ssize_t (*)(int, const void *, size_t))dlsym(RTLD_NEXT, "write");
+	if (stall_me) {
+		__atomic_store_n(&stalled, true, __ATOMIC_RELEASE);
+		while (!__atomic_load_n(&stall_go, __ATOMIC_ACQUIRE))
+			usleep(100);
+	}
+	return real_write(fd, buf, n);
+}
+
+static void *
+stalled_producer(void *arg)
+{
+	struct evd_event ev = { .u64 = 1 };
+
+	usleep(2000); /* into the loop's sleep: it armed at once (intr) */
+	stall_me = true;
+	CHECK_EQ(evd_ring_post(arg, &ev), 0);
+	return NULL;
+}
+
+/* The loop's sleep times out while a producer owes the doorbell: the event
+ * is found with no notification, but it was not lost (the producer took
+ * the doorbell and rings it late). Counted as a lost wakeup before, with
+ * a warning, after a 2 ms wait for it. The late doorbell wakes the next
+ * sleep, which acknowledges it. */
+static void
+test_doorbell_owed(void)
+{
+	struct evd_loop_conf conf = { .policy = "intr", .max_sleep_us = 20000 };
+	struct evd_loop *loop;
+	struct evd_source *r;
+	struct evd_loop_stats st;
+	struct sink k = { 0 };
+	int tries = 0;
+
+	CHECK_EQ(evd_loop_create(&conf, &loop), 0);
+	CHECK_EQ(evd_ring_create("r", 8, sink_handler, &k, &r), 0);
+	CHECK_EQ(evd_loop_add(loop, r), 0);
+	do { /* until the post came during the sleep (it rang: a write) */
+		pthread_t th;
+
+		__atomic_store_n(&stall_go, false, __ATOMIC_RELEASE);
+		__atomic_store_n(&stalled, false, __ATOMIC_RELEASE);
+		uint64_t before = k.n;
+
+		CHECK_EQ(pthread_create(&th, NULL, stalled_producer, r), 0);
+		/* (a doorbell owed: the sleep times out, its poll finds the post) */
+		for (int i = 0; i < 1000 && k.n == before; i++)
+			CHECK(evd_loop_step(loop) >= 0);
+		CHECK_EQ(k.n, before + 1);
+		__atomic_store_n(&stall_go, true, __ATOMIC_RELEASE);
+		pthread_join(th, NULL);
+		tries++;
+	} while (!__atomic_load_n(&stalled, __ATOMIC_ACQUIRE) && tries < 100);
+	CHECK(__atomic_load_n(&stalled, __ATOMIC_ACQUIRE));
+	CHECK_EQ(evd_loop_stats_get(loop, &st), 0);
+	printf("  %d tries; events %" PRIu64 ", lost wakeups %" PRIu64 ", timeouts %" PRIu64 "\n",
+	       tries, k.n, st.lost_wakeups, st.sleep_timeouts);
+	CHECK_EQ(st.lost_wakeups, 0);
+	CHECK(st.sleep_timeouts >= 1);
+	/* the late doorbell: the next sleep wakes at once and takes it */
+	CHECK(readable(r));
+	CHECK_EQ(evd_loop_step(loop), 0);
+	CHECK(!readable(r));
+	CHECK_EQ(evd_loop_remove(loop, r), 0);
+	CHECK_EQ(evd_source_destroy(r), 0);
+	CHECK_EQ(evd_loop_destroy(loop), 0);
+}
+
 int
 main(void)
 {
@@ -313,5 +394,6 @@ main(void)
 	TEST(test_doorbell_only_when_armed);
 	TEST(test_multi_producer);
 	TEST(test_remove_while_ringing);
+	TEST(test_doorbell_owed);
 	return 0;
 }

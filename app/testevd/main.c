@@ -125,6 +125,8 @@ calibration_load(const char *path)
 		}
 		why = got == 0 ? calibration_numbers(p, 5, true, v)
 			       : calibration_numbers(p, 4, false, got == 1 ? tv : xv);
+		if (why == NULL && got == 0 && (v[2] < v[1] || v[3] < v[2] || v[4] < v[3]))
+			why = "L falling as the time asleep grows (a longer sleep never wakes faster)";
 		if (why == NULL && got == 2 && ((xv[0] == 0) != (xv[1] == 0) || (xv[3] != 0 && xv[2] == 0)))
 			why = "C(100us) and C(1ms) both 0 or neither, and W only with its Lc";
 		got += why == NULL;

@@ -319,6 +319,8 @@ const char *evd_source_name(const struct evd_source *src);
 
 /**
  * Destroy a source that is on no loop (calls the driver's close op).
+ * A ring must be quiescent: no thread may still be in evd_ring_post() or
+ * evd_ring_post_burst() on it (see evd_ring_post()).
  * @return 0; -EBUSY if still registered; -EINVAL for NULL.
  */
 int evd_source_destroy(struct evd_source *src);
@@ -353,6 +355,12 @@ int evd_ring_create(const char *name, uint32_t size, evd_handler_t handler, void
 
 /**
  * Post one event. Any thread. Lock-free.
+ *
+ * The ring must outlive every post: destroy it only after each producer has
+ * returned from its last call (joined, or past a grace period the
+ * application keeps, as for rte_ring_free()). That the loop delivered a
+ * producer's last event does not mean the producer has returned: it may
+ * still be ringing the doorbell, which it reads from the ring.
  * @return 0; -ENOBUFS if the ring is full (counted in the source's `full`
  *   stat; the event was not posted); -EINVAL for NULL or a source that is
  *   not a ring.

@@ -808,14 +808,21 @@ after_wake(struct evd_loop *loop, enum evd_wake_reason why, uint32_t found)
 			/* Explicitly armed, completions found, the wait timed out:
 			 * the notification must show up, late at worst (raced
 			 * with the timeout); consume it now. Level fds need no
-			 * such check: the kernel reports their content. */
-			if (fd_ready(s->notify_fd, LOST_WAKEUP_GRACE_MS)) {
+			 * such check: the kernel reports their content. A ring
+			 * tells whether a producer took its doorbell: then it is
+			 * owed (that producer was descheduled before the write,
+			 * however long), and the next sleep takes it. */
+			bool owed = evd__ring_doorbell_owed(s);
+
+			if (fd_ready(s->notify_fd, owed ? 0 : LOST_WAKEUP_GRACE_MS)) {
 				int rc = s->ops->ack != NULL ? s->ops->ack(s) : 0;
 
 				if (rc < 0 && rc != -EAGAIN)
 					source_error(loop, s, "ack", rc);
 				continue;
 			}
+			if (owed)
+				continue;
 			EVD_STAT_ADD(s->stats.lost_wakeups, 1);
 			EVD_STAT_ADD(loop->stats.lost_wakeups, 1);
 			EVD_LOG(WARNING, "loop %s: source %s: lost wakeup (completions found after "
@@ -889,7 +896,7 @@ after_wait(struct evd_loop *loop, uint64_t t0, enum evd_wake_reason why, bool na
 	set_mode(loop, EVD_MODE_POLL, t1);
 	cpu_sample(loop);
 	if (loop->policy.ops->on_wake != NULL)
-		loop->policy.ops->on_wake(loop->policy.state, t1, t1 - t0, why);
+		loop->policy.ops->on_wake(loop->policy.state, t1, t1 > t0 ? t1 - t0 : 0, why);
 	evd__timers_run(loop, t1);
 	n = poll_all(loop, false);
 	ack_woken(loop);

@@ -320,6 +320,15 @@ static const uint8_t bin_base[64] = {
 	[32 ... 63] = GAP_BINS - 2,
 };
 
+/* The decay's halving. A weight under 1e-30 (a gap's, about 100 halvings
+ * ago) goes to 0: halved on, it would turn subnormal, whose arithmetic is
+ * slow on x86 without flush-to-zero, for some 50 halvings more. */
+static inline double
+halve(double w)
+{
+	return w < 1e-30 ? 0 : w * 0.5;
+}
+
 static const uint64_t bin_split[64] = {
 	[0 ... 7] = UINT64_MAX,
 	363, 725, 1449, 2897, 5793, 11586, 23171, 46341,
@@ -672,10 +681,10 @@ sup_learn(struct adaptive *a, bool decay)
 			mask |= 1u << s;
 		}
 		for (int i = 0; decay && i < GAP_BINS; i++)
-			a->hs[s][i] *= 0.5;
+			a->hs[s][i] = halve(a->hs[s][i]);
 		if (decay) {
-			a->rule_cost[s][0] *= 0.5;
-			a->rule_cost[s][1] *= 0.5;
+			a->rule_cost[s][0] = halve(a->rule_cost[s][0]);
+			a->rule_cost[s][1] = halve(a->rule_cost[s][1]);
 		}
 	}
 	sup_set(a, mask);
@@ -849,7 +858,8 @@ guard_pick(const struct adaptive *a, const double *w, uint64_t thr, bool cold, u
 		double g, none;
 
 		/* a bin halved to under 1 % of a gap weighs nothing here (the
-		 * halving never empties one): not worth a wake latency's log */
+		 * halving empties one only after about 100 halvings): not worth
+		 * a wake latency's log */
 		if (w[i] < 0.01 || (g = a->bv[i]) <= t || (!a->c_known && g <= t + b[0]->G))
 			continue;
 		if (!a->window) {
@@ -950,7 +960,7 @@ learn_threshold(struct adaptive *a, bool decay)
 	 * come from thresholds, which come from them) */
 	/* the window matters where 1 % or more of the gaps of 4 us or more
 	 * (those a rule might sleep in) outlast it: else (a loaded loop; the
-	 * halving never empties a bin) none of its sums, the cold rules the
+	 * halving changes no bin's share) none of its sums, the cold rules the
 	 * warm ones (callgrind, the saturated ring: 59.8 instructions per
 	 * event with them all, against 55.8 before the window). Counted
 	 * against every gap, a burst's sub-4 us gaps hid the few long ones
@@ -996,7 +1006,7 @@ learn_threshold(struct adaptive *a, bool decay)
 			ctx_guards(a, c, own);
 		}
 		for (int i = 0; decay && i < GAP_BINS; i++)
-			a->w[c][i] *= 0.5;
+			a->w[c][i] = halve(a->w[c][i]);
 	}
 	sup_learn(a, decay);
 	if (a->window)
@@ -1412,12 +1422,13 @@ adaptive_wake(void *st, uint64_t now, uint64_t slept, enum evd_wake_reason why)
 	}
 }
 
-/* Naps stopped by lateness: try again with the shortest nap allowed (3 B). */
+/* Naps stopped by lateness: try again with the shortest nap allowed (3 B),
+ * or the budget where that is less (no room then for lateness: the probe's) */
 static void
 naps_retry(struct adaptive *a)
 {
 	if (a->naps_late && a->nap_ns == 0) {
-		a->nap_late_ns = a->lat_budget_ns - 3.0 * (double)a->env->sleep_wake_ns;
+		a->nap_late_ns = fmax(0, a->lat_budget_ns - 3.0 * (double)a->env->sleep_wake_ns);
 		nap_length(a);
 	}
 }
@@ -2489,29 +2500,49 @@ evd_policy_env_peek(bool *given)
 int
 evd_policy_env_set(const struct evd_policy_env *e)
 {
+	const char *why = NULL;
 	int rc = 0;
 
-	if (e == NULL || e->sleep_wake_ns == 0 || e->sleep_wake_ns > EVD_ENV_GIVEN_MAX_NS)
+	if (e == NULL)
 		return -EINVAL;
-	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++)
+	if (e->sleep_wake_ns == 0 || e->sleep_wake_ns > EVD_ENV_GIVEN_MAX_NS)
+		why = "B (sleep_wake_ns) of 0 or over EVD_ENV_GIVEN_MAX_NS";
+	for (int k = 0; why == NULL && k < EVD_ENV_WAKE_POINTS; k++)
 		if (e->wake_at_ns[k] == 0 ||
-		    (k > 0 && (double)e->wake_at_ns[k] <= (double)e->wake_at_ns[k - 1]) ||
-		    e->wake_ns[k] > EVD_ENV_GIVEN_MAX_NS)
-			return -EINVAL;
+		    (k > 0 && (double)e->wake_at_ns[k] <= (double)e->wake_at_ns[k - 1]))
+			why = "wake_at_ns not increasing from over 0 (L is interpolated between them)";
+		else if (e->wake_ns[k] > EVD_ENV_GIVEN_MAX_NS)
+			why = "an L (wake_ns) over EVD_ENV_GIVEN_MAX_NS";
+		/* as measured ones are made: the rule takes the longest sleep's
+		 * wake for the dearest (the guard's bounds) */
+		else if (k > 0 && e->wake_ns[k] < e->wake_ns[k - 1])
+			why = "L (wake_ns) falling as the time asleep grows (a longer sleep never "
+			      "wakes faster)";
 	/* the timeout's points both or neither, increasing; C and T each at
 	 * both points or at none (0: B, L stand in), none without points */
-	if ((e->timeout_at_ns[0] == 0) != (e->timeout_at_ns[1] == 0) ||
-	    (e->timeout_at_ns[0] != 0 &&
-	     (double)e->timeout_at_ns[1] <= (double)e->timeout_at_ns[0]) ||
-	    (e->timeout_ns[0] == 0) != (e->timeout_ns[1] == 0) ||
-	    (e->timeout_late_ns[0] == 0) != (e->timeout_late_ns[1] == 0) ||
-	    (e->timeout_at_ns[0] == 0 && (e->timeout_ns[0] != 0 || e->timeout_late_ns[0] != 0)) ||
-	    e->timeout_ns[0] > EVD_ENV_GIVEN_MAX_NS || e->timeout_ns[1] > EVD_ENV_GIVEN_MAX_NS ||
-	    e->timeout_late_ns[0] > EVD_ENV_GIVEN_MAX_NS ||
-	    e->timeout_late_ns[1] > EVD_ENV_GIVEN_MAX_NS || e->window_ns > EVD_ENV_GIVEN_MAX_NS ||
-	    e->cold_wake_ns > EVD_ENV_GIVEN_MAX_NS ||
-	    (e->window_ns != 0 && e->cold_wake_ns == 0))
+	if (why == NULL &&
+	    ((e->timeout_at_ns[0] == 0) != (e->timeout_at_ns[1] == 0) ||
+	     (e->timeout_at_ns[0] != 0 &&
+	      (double)e->timeout_at_ns[1] <= (double)e->timeout_at_ns[0])))
+		why = "timeout_at_ns with one point set, or not increasing";
+	if (why == NULL &&
+	    ((e->timeout_ns[0] == 0) != (e->timeout_ns[1] == 0) ||
+	     (e->timeout_late_ns[0] == 0) != (e->timeout_late_ns[1] == 0) ||
+	     (e->timeout_at_ns[0] == 0 && (e->timeout_ns[0] != 0 || e->timeout_late_ns[0] != 0))))
+		why = "C (timeout_ns) or T (timeout_late_ns) at one point only, or without "
+		      "timeout_at_ns";
+	if (why == NULL &&
+	    (e->timeout_ns[0] > EVD_ENV_GIVEN_MAX_NS || e->timeout_ns[1] > EVD_ENV_GIVEN_MAX_NS ||
+	     e->timeout_late_ns[0] > EVD_ENV_GIVEN_MAX_NS ||
+	     e->timeout_late_ns[1] > EVD_ENV_GIVEN_MAX_NS || e->window_ns > EVD_ENV_GIVEN_MAX_NS ||
+	     e->cold_wake_ns > EVD_ENV_GIVEN_MAX_NS))
+		why = "C, T, window_ns or cold_wake_ns over EVD_ENV_GIVEN_MAX_NS";
+	if (why == NULL && e->window_ns != 0 && e->cold_wake_ns == 0)
+		why = "window_ns without cold_wake_ns";
+	if (why != NULL) {
+		EVD_LOG(ERR, "given environment refused: %s", why);
 		return -EINVAL;
+	}
 	pthread_mutex_lock(&env_lock);
 	if (env_ready) {
 		rc = -EALREADY;

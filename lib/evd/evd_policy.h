@@ -36,7 +36,7 @@
  *   `spin_max_us` (cap on the learned spin threshold, 0..1000000; lock-in
  *   and pre-wake windows may still poll), `nap` (0/1; default 1:
  *   nap where the budget leaves room), `lambda_pct` (price of a ns
- *   of latency in ns of CPU, x100; default 100), `prewake` (0/1; default 1),
+ *   of latency in ns of CPU, x100, 0..1000000; default 100), `prewake` (0/1; default 1),
  *   `superpose` (0/1; default 1; 0: the context rule alone),
  *   `guard_us` (while the last completion is under a second old, bound every
  *   sleep at this, 0..1000000; 0: never; unset, the default: the model
@@ -50,26 +50,30 @@
  *   next gap pays. `guard_for_us` (with `guard_us=N` only: bound
  *   the sleeps only this long after the last completion instead of a
  *   second, 1..1000000), `learn` (0: the fixed rule:
- *   poll `spin_pct` % of a spin budget, pause `pause_ns` at a time until
- *   it, then sleep; the spin budget is `spin_max_us` or B; `guard_us`
+ *   poll `spin_pct` % (0..100, default 50) of a spin budget, pause
+ *   `pause_ns` (1..1000000, default 1000) at a time until it, then sleep; the spin budget is `spin_max_us` or B; `guard_us`
  *   bounds its sleeps too). `spin_pct` and `pause_ns` are refused without
  *   `learn=0`; `budget_us`, `nap`, `lambda_pct`, `prewake`, `superpose`
  *   with it.
  *   doc/guides/policies.md has the model and how to tune it.
  * Baselines, copies of the rules in use elsewhere, for comparison:
  * - `l3fwd`: DPDK l3fwd-power (10 empty polls free, then 1 us waits, sleep with
- *   a 10 ms timeout at 300); keys `min_zero_polls`, `suspend_threshold`, `timeout_ms`.
+ *   a 10 ms timeout at 300); keys `min_zero_polls` (10, 0..1000000),
+ *   `suspend_threshold` (300, 1..1000000), `timeout_ms` (10, 1..10000).
  * - `pmdmgmt`: rte_power_pmd_mgmt PAUSE mode (512 empty polls, then pause; never
- *   sleeps); keys `empty_polls`, `pause_ns`.
+ *   sleeps); keys `empty_polls` (512, 0..1000000), `pause_ns` (1000, 1..1000000).
  * - `napi`: NAPI with deferred IRQs (napi_defer_hard_irqs, gro_flush_timeout:
  *   after each of the first `defer` empty polls, wait `timeout_us` with the
  *   IRQ masked and poll again; then re-enable the interrupt; timeout_us=0
- *   re-enables it at once); keys `defer` (2), `timeout_us` (20).
+ *   re-enables it at once); keys `defer` (2, 0..1000000), `timeout_us` (20,
+ *   0..1000000).
  * - `haltpoll`: KVM halt polling (a halt, polling included, shorter than
  *   `max_ns` grows the window x2 from `start_ns` up to `max_ns`; one longer
- *   halves it, closing it under `start_ns`).
- * - `ski2`: spin `b_ns` (default: the measured B), then sleep.
- * - `ski-rand`: a random threshold on [0, B] per idle gap (e/(e-1)); `b_ns`, `seed`.
+ *   halves it, closing it under `start_ns`); keys `start_ns` (10000,
+ *   1..1000000), `max_ns` (200000, 1..10000000; not under `start_ns`).
+ * - `ski2`: spin `b_ns` (1..100000000; default: the measured B), then sleep.
+ * - `ski-rand`: a random threshold on [0, B] per idle gap (e/(e-1)); `b_ns` (as
+ *   ski2's), `seed` (any 64-bit value; default 1).
  *
  * A user policy fills struct evd_policy_ops and calls evd_policy_register();
  * its name is then usable in specs. Policy callbacks run on the loop thread.
@@ -329,9 +333,10 @@ const struct evd_policy_env *evd_policy_env_peek(bool *given);
  * Give the environment instead of measuring it (a calibration saved from an
  * earlier run, so that scores are comparable across runs). Control path:
  * call it before the first loop or policy instance of the process.
- * @return 0; -EINVAL (NULL, B of 0, B or an L over EVD_ENV_GIVEN_MAX_NS, or
- *   wake_at_ns not increasing from > 0, also as doubles: L is interpolated
- *   between them; timeout_at_ns with one point set, or not increasing; C
+ * @return 0; -EINVAL, with the reason logged (NULL, B of 0, B or an L over
+ *   EVD_ENV_GIVEN_MAX_NS, or wake_at_ns not increasing from > 0, also as
+ *   doubles: L is interpolated between them; L falling from one point to the
+ *   next, as a measured environment never does; timeout_at_ns with one point set, or not increasing; C
  *   (timeout_ns) or T (timeout_late_ns) at one point only, or given without
  *   timeout_at_ns; window_ns without cold_wake_ns; any of C, T, window_ns,
  *   cold_wake_ns over EVD_ENV_GIVEN_MAX_NS);

@@ -32,6 +32,11 @@ int evd__gap_bin(uint64_t g);
  * tests/test_policy_slots.c) */
 int evd__adaptive_source_weight(const struct evd_policy *p, uint32_t id, double *w);
 
+/* a ring whose producer took the doorbell (armed 1 -> 0) and writes it
+ * next: false for any other source (evd_ring.c; the loop's lost-wakeup
+ * check after a timed-out sleep) */
+bool evd__ring_doorbell_owed(const struct evd_source *s);
+
 /* A policy instance: its ops and state. */
 struct evd_policy {
 	const struct evd_policy_ops *ops;

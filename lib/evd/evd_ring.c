@@ -127,6 +127,15 @@ ring_close(struct evd_source *s)
 	free(r);
 }
 
+bool
+evd__ring_doorbell_owed(const struct evd_source *s)
+{
+	/* armed was 1 (the loop armed it for this sleep); a producer's
+	 * exchange took it to 0, and that producer writes the doorbell next */
+	return s->ops == &ring_ops &&
+	       __atomic_load_n(&((const struct evd_ring *)s)->armed, __ATOMIC_ACQUIRE) == 0;
+}
+
 static const struct evd_source_ops ring_ops = {
 	.kind = "ring",
 	.poll = ring_poll,
