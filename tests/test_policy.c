@@ -1237,6 +1237,38 @@ test_adaptive_naps(void)
 	evd_policy_destroy(p);
 }
 
+/* Naps made to end the whole budget late until they stop (the gaps stay
+ * short, so that the rate keeps asking for naps: only lateness stops
+ * them); then idle gaps (an empty round each) until the update's retry.
+ * Returns the naps before they stopped; *gaps, the idle gaps before the
+ * retry (1000: none came); *nap, the retry's nap. Every nap is checked
+ * against @p max. */
+static int
+naps_stop_then_retry(struct evd_policy *p, uint64_t *now, uint64_t budget, uint64_t max,
+		     int *gaps, uint64_t *nap)
+{
+	uint64_t arg;
+	int naps = 0;
+
+	log_capture();
+	for (int i = 0; i < 100000 && decide_at(p, *now, 100, 1, &arg) == EVD_ACTION_NAP; i++) {
+		CHECK(arg <= max);
+		evd_policy_wake(p, *now + arg + budget, arg + budget, EVD_WAKE_TIMEOUT);
+		*now += 1000;
+		evd_policy_events(p, *now, 64);
+		naps++;
+	}
+	log_release();
+	printf("  ending %" PRIu64 " ns late: naps off after %d\n", budget, naps);
+	CHECK(decide_at(p, *now, 100, 1, &arg) != EVD_ACTION_NAP);
+	CHECK(strstr(logbuf, "naps off") != NULL);
+	for (*gaps = 0; *gaps < 1000; (*gaps)++)
+		if (gap_then_decide(p, now, 10000, 64, nap) == EVD_ACTION_NAP)
+			break;
+	printf("  tried again after %d gaps: nap %" PRIu64 " ns\n", *gaps, *nap);
+	return naps;
+}
+
 /* The nap's length follows how late naps end (the 90th percentile, learned
  * from on_wake, by steps of 1.8 us up and 0.2 us down): half the budget
  * late, the nap settles at the budget less that, within the steps; later
@@ -1250,7 +1282,7 @@ test_adaptive_nap_lateness(void)
 	uint64_t budget = nap_budget_ns(), now = 1000000000ull, arg = 0, first = 0, late = budget / 2;
 	struct evd_policy *p;
 	char spec[96];
-	int naps = 0, gaps = 0;
+	int gaps = 0;
 
 	snprintf(spec, sizeof(spec), "adaptive:budget_us=%" PRIu64, budget / 1000);
 	CHECK_EQ(evd_policy_create(spec, &p), 0);
@@ -1292,25 +1324,10 @@ test_adaptive_nap_lateness(void)
 	evd_policy_events(p, now, 64);
 	CHECK(decide_at(p, now, 100, 1, &arg) == EVD_ACTION_NAP);
 	CHECK_EQ(arg, first);
-	/* now they end the whole budget late: naps stop (the gaps stay short,
-	 * so that the rate keeps asking for naps: only lateness stops them) */
-	log_capture();
-	for (int i = 0; i < 100000 && decide_at(p, now, 100, 1, &arg) == EVD_ACTION_NAP; i++) {
-		evd_policy_wake(p, now + arg + budget, arg + budget, EVD_WAKE_TIMEOUT);
-		now += 1000;
-		evd_policy_events(p, now, 64);
-		naps++;
-	}
-	log_release();
-	printf("  ending %" PRIu64 " ns late: naps off after %d\n", budget, naps);
-	CHECK(decide_at(p, now, 100, 1, &arg) != EVD_ACTION_NAP);
-	CHECK(strstr(logbuf, "naps off") != NULL);
-	/* idle gaps (an empty round each), then the update: the shortest nap */
-	for (gaps = 0; gaps < 1000; gaps++)
-		if (gap_then_decide(p, &now, 10000, 64, &arg) == EVD_ACTION_NAP)
-			break;
-	printf("  tried again after %d gaps: nap %" PRIu64 " ns (3 B = %" PRIu64 ")\n", gaps, arg,
-	       3 * env->sleep_wake_ns);
+	/* now they end the whole budget late: naps stop; the retry: the
+	 * shortest nap (3 B) */
+	naps_stop_then_retry(p, &now, budget, UINT64_MAX, &gaps, &arg);
+	printf("  (3 B = %" PRIu64 " ns)\n", 3 * env->sleep_wake_ns);
 	CHECK(gaps < 1000);
 	CHECK(arg + 2 >= 3 * env->sleep_wake_ns && arg <= 3 * env->sleep_wake_ns + 2);
 	evd_policy_destroy(p);
@@ -1325,28 +1342,13 @@ test_adaptive_nap_retry_short(void)
 	const uint64_t budget = 12000, b = evd_policy_env_get()->sleep_wake_ns;
 	uint64_t now = 1000000000ull, arg = 0;
 	struct evd_policy *p;
-	int naps = 0, gaps;
+	int gaps;
 
 	CHECK(budget > 2 * b && budget < 3 * b);
 	CHECK_EQ(evd_policy_create("adaptive:budget_us=12", &p), 0);
 	for (int i = 0; i < 40; i++) /* dense: 64 arrivals each microsecond */
 		gap_then_decide(p, &now, 1000, 64, &arg);
-	log_capture();
-	for (int i = 0; i < 100000 && decide_at(p, now, 100, 1, &arg) == EVD_ACTION_NAP; i++) {
-		CHECK(arg <= budget);
-		evd_policy_wake(p, now + arg + budget, arg + budget, EVD_WAKE_TIMEOUT);
-		now += 1000;
-		evd_policy_events(p, now, 64);
-		naps++;
-	}
-	log_release();
-	printf("  budget %" PRIu64 " ns, B %" PRIu64 " ns: naps off after %d\n", budget, b, naps);
-	CHECK(naps > 0);
-	CHECK(strstr(logbuf, "naps off") != NULL);
-	for (gaps = 0; gaps < 1000; gaps++)
-		if (gap_then_decide(p, &now, 10000, 64, &arg) == EVD_ACTION_NAP)
-			break;
-	printf("  tried again after %d gaps: nap %" PRIu64 " ns\n", gaps, arg);
+	CHECK(naps_stop_then_retry(p, &now, budget, budget, &gaps, &arg) > 0);
 	CHECK(gaps < 1000);
 	CHECK(arg > 2 * b && arg <= budget);
 	evd_policy_destroy(p);
