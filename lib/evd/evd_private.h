@@ -34,7 +34,8 @@ int evd__adaptive_source_weight(const struct evd_policy *p, uint32_t id, double 
 
 /* a ring whose producer took the doorbell (armed 1 -> 0) and writes it
  * next: false for any other source (evd_ring.c; the loop's lost-wakeup
- * check after a timed-out sleep) */
+ * check after a timed-out sleep). Not a source op: only the library's own
+ * ring has a doorbell state the loop can read; a device's has none. */
 bool evd__ring_doorbell_owed(const struct evd_source *s);
 
 /* A policy instance: its ops and state. */
