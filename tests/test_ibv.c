@@ -538,6 +538,8 @@ test_overrun_and_async(void)
 	evd_loop_step(loop); /* the CQ reports */
 	CHECK_EQ(a.last, IBV_EVENT_DEVICE_FATAL);
 	CHECK_EQ(e.nodev, 2); /* the async source and the CQ source */
+	CHECK_EQ(evd_ibv_cq_stats_get(s, &cs), 0);
+	CHECK_EQ(cs.cq_errors, 1); /* a fatal device is not a CQ error */
 	CHECK_EQ(ring_n, 2);
 	destroy(loop, s);
 	destroy(loop, as);

@@ -94,7 +94,6 @@ report_async_error(struct cq_src *s)
 
 	if (err == 0)
 		return;
-	EVD_STAT_ADD(s->st.cq_errors, 1);
 	IBV_LOG(ERR, "CQ source %s: %s", s->src.name,
 		err == -ENODEV ? "device fatal error" : "CQ error (overrun or access)");
 	evd_source_report_error(&s->src, err);
@@ -583,11 +582,15 @@ route_async(struct async_src *a, const struct ibv_async_event *ev)
 {
 	pthread_mutex_lock(&registry_lock);
 	for (struct cq_src *s = cq_list; s != NULL; s = s->next) {
-		if ((ev->event_type == IBV_EVENT_CQ_ERR && s->cq == ev->element.cq) ||
+		bool cq_err = ev->event_type == IBV_EVENT_CQ_ERR && s->cq == ev->element.cq;
+
+		/* counted here, each event (its CQ source reports them
+		 * at its next poll, as one where several came between) */
+		if (cq_err)
+			__atomic_fetch_add(&s->st.cq_errors, 1, __ATOMIC_RELAXED);
+		if (cq_err ||
 		    (ev->event_type == IBV_EVENT_DEVICE_FATAL && s->cq->context == a->ctx))
-			__atomic_store_n(&s->async_err,
-					 ev->event_type == IBV_EVENT_CQ_ERR ? -EIO : -ENODEV,
-					 __ATOMIC_RELEASE);
+			__atomic_store_n(&s->async_err, cq_err ? -EIO : -ENODEV, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&registry_lock);
 }
