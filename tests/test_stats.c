@@ -2,6 +2,8 @@
 /* Unit tests of stats: exact counts, reset, and reads while the loop runs. */
 #include <errno.h>
 #include <pthread.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <evd.h>
 #include <evd_source.h>
@@ -265,6 +267,64 @@ test_mode_trace(void)
 	CHECK_EQ(evd_loop_destroy(loop), 0);
 }
 
+static uint64_t
+thread_cpu(void)
+{
+	struct timespec ts;
+
+	CHECK_EQ(clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts), 0);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* One step that sleeps (intr, a pipe that never becomes readable, a 1 ms
+ * bound): the loop samples its thread's CPU clock after the wait. */
+static void *
+sleeping_step(void *loop)
+{
+	CHECK_EQ(evd_loop_step(loop), 0);
+	return NULL;
+}
+
+/* Steps from two threads, one at a time (evd.h allows it): the loop's
+ * cpu_ns is never the difference of the two threads' CPU clocks. Thread A
+ * has run 200 ms of CPU before its first step; B is fresh. A sample on A,
+ * one on B, one on A again: the last used to add A's clock less B's, the
+ * 200 ms A spent before the loop. */
+static void
+test_cpu_steps_two_threads(void)
+{
+	struct evd_loop_conf conf = { .policy = "intr", .max_sleep_us = 1000 };
+	struct evd_loop_stats st;
+	struct evd_loop *loop;
+	struct evd_source *f;
+	pthread_t b;
+	uint64_t burn = thread_cpu() + 200000000ull, a0, a1;
+	volatile uint64_t spin = 0;
+	int fds[2];
+
+	CHECK_EQ(pipe(fds), 0);
+	CHECK_EQ(evd_loop_create(&conf, &loop), 0);
+	CHECK_EQ(evd_fd_create("quiet", fds[0], 0, test_nop, NULL, &f), 0);
+	CHECK_EQ(evd_loop_add(loop, f), 0);
+	while (thread_cpu() < burn)
+		spin++;
+	a0 = thread_cpu();
+	sleeping_step(loop);
+	CHECK_EQ(pthread_create(&b, NULL, sleeping_step, loop), 0);
+	CHECK_EQ(pthread_join(b, NULL), 0);
+	sleeping_step(loop);
+	a1 = thread_cpu();
+	CHECK_EQ(evd_loop_stats_get(loop, &st), 0);
+	printf("  cpu_ns %" PRIu64 " ns; thread A ran %" PRIu64 " ns in its steps, %" PRIu64
+	       " ns before them\n", st.cpu_ns, a1 - a0, a0);
+	CHECK(st.cpu_ns <= a1 - a0);
+	CHECK_EQ(evd_loop_remove(loop, f), 0);
+	CHECK_EQ(evd_source_destroy(f), 0);
+	CHECK_EQ(evd_loop_destroy(loop), 0);
+	close(fds[0]);
+	close(fds[1]);
+}
+
 int
 main(void)
 {
@@ -272,5 +332,6 @@ main(void)
 	TEST(test_read_while_running);
 	TEST(test_reset_races_read);
 	TEST(test_mode_trace);
+	TEST(test_cpu_steps_two_threads);
 	return 0;
 }

@@ -145,8 +145,8 @@ struct evd_loop_stats {
 	uint64_t mode_switches;    /**< Changes between poll, pause and sleep. */
 	uint64_t timers_fired;     /**< Timer callbacks run. */
 	uint64_t errors;           /**< Source op failures reported to on_error. */
-	uint64_t mode_ns[EVD_MODE_COUNT]; /**< Time spent in each mode. */
-	uint64_t cpu_ns;           /**< CPU time of the loop's thread (0 before the loop ran). */
+	uint64_t mode_ns[EVD_MODE_COUNT]; /**< Time spent in each mode (added up at mode changes, waits and every 4096 busy rounds; with evd_loop_step(), the caller's time between steps is in poll). */
+	uint64_t cpu_ns;           /**< CPU time of the loop's thread (0 before the loop ran; sampled as mode_ns, the caller's between steps included). */
 	uint32_t mode;             /**< Current enum evd_mode. */
 	/**
 	 * Naps: timed waits with nothing armed (policy EVD_ACTION_NAP).

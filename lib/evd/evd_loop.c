@@ -163,14 +163,19 @@ thread_cpu_ns(void)
 
 /* ---- stats helpers ------------------------------------------------------ */
 
+/* (Each thread has its own CPU clock: a step on another thread than the
+ * last sample's starts afresh, since the difference of two threads' clocks
+ * is no one's CPU time.) */
 static void
 cpu_sample(struct evd_loop *loop)
 {
 	uint64_t t = thread_cpu_ns();
+	pthread_t me = pthread_self();
 
-	if (loop->cpu_last != 0 && t >= loop->cpu_last)
+	if (loop->cpu_last != 0 && pthread_equal(me, loop->cpu_thread) && t >= loop->cpu_last)
 		EVD_STAT_ADD(loop->stats.cpu_ns, t - loop->cpu_last);
 	loop->cpu_last = t;
+	loop->cpu_thread = me;
 }
 
 /* Charge the time since the last mark to the current mode, then switch. */
@@ -1097,6 +1102,7 @@ evd_loop_run(struct evd_loop *loop)
 					 __ATOMIC_RELAXED))
 		return -EBUSY;
 	loop->cpu_last = thread_cpu_ns();
+	loop->cpu_thread = pthread_self();
 	/* time between runs is nobody's: start the mode clock afresh */
 	loop->mode_mark_ns = evd__now(loop);
 	/* Timed waits (naps, pre-wake, timers, the sleep bound) end up to the

@@ -2,6 +2,7 @@
 #ifndef EVD_PRIVATE_H
 #define EVD_PRIVATE_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <inttypes.h>
 #include <stdint.h>
@@ -150,6 +151,7 @@ struct evd_loop {
 
 	uint64_t rounds;
 	uint64_t cpu_last;  /* thread CPU clock at the last sample, 0: none */
+	pthread_t cpu_thread; /* the thread of that sample (steps may change threads) */
 
 	/* mode transitions (evd_loop_trace_enable): written by the loop thread */
 	struct evd_mode_event *trace;
