@@ -137,7 +137,7 @@ struct evd_loop_stats {
 	uint64_t arms;             /**< Successful source arms. */
 	uint64_t repoll_hits;      /**< Re-polls after arming that found completions. */
 	uint64_t sleeps;           /**< Armed waits on epoll entered (naps not included). */
-	uint64_t wakeups;          /**< Waits (sleeps and naps) that ended because an fd was ready. */
+	uint64_t wakeups;          /**< Waits (sleeps and naps) that ended because an fd was ready, or a signal (EINTR: also spurious). */
 	uint64_t spurious_wakeups; /**< Wakeups after which no source had anything. */
 	uint64_t sleep_timeouts;   /**< Sleeps that ended by their timeout (a nap's end is not one). */
 	uint64_t lost_wakeups;     /**< Completions left by an armed source that never notified. Must be 0. */
