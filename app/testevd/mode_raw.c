@@ -61,7 +61,9 @@ raw(const struct opts *o)
 	t0 = ns(CLOCK_MONOTONIC);
 	c0 = ns(CLOCK_THREAD_CPUTIME_ID);
 	deadline = t0 + (uint64_t)((o->duration_s + REMOTE_GRACE_S) * 1e9);
-	while (!(end && got >= total) && ns(CLOCK_MONOTONIC) < deadline && !testevd_stopping()) {
+	/* one queue: END comes after every packet that will come; the
+	 * deadline moves on while the sender's packets (probes too) come */
+	while (!end && ns(CLOCK_MONOTONIC) < deadline && !testevd_stopping()) {
 		uint16_t n = rte_eth_rx_burst(o->port, 0, pkts, BURST);
 
 		if (n == 0) {
@@ -78,6 +80,7 @@ raw(const struct opts *o)
 			rte_eth_dev_rx_intr_disable(o->port, 0);
 			continue;
 		}
+		deadline = RTE_MAX(deadline, ns(CLOCK_MONOTONIC) + (uint64_t)(REMOTE_GRACE_S * 1e9));
 		for (uint16_t i = 0; i < n; i++) {
 			const struct testevd_payload *p = testevd_payload_of(pkts[i]);
 			uint64_t now = rte_rdtsc();

@@ -26,6 +26,9 @@
 #define DRAIN_LIMIT_NS (2ull * 1000 * 1000 * 1000)
 /* a remote sender whose link stayed down this long is gone: no END will come */
 #define PEER_GONE_NS 1000000000ull
+/* After the sender's END, packets on other Rx queues may still be on their
+ * way; past this they are lost (END's total counts them). */
+#define END_GRACE_NS 200000000ull
 
 uint64_t
 run_now_ns(void)
@@ -201,13 +204,27 @@ producer(void *arg)
 			usleep(1000);
 	} else {
 		/* A remote sender plays the pattern; it says when it is done
-		 * (the source sets remote_done), or the deadline passes. */
-		end_all = run_now_ns() + (uint64_t)((r->o->duration_s + REMOTE_GRACE_S) * 1e9);
-		while (!__atomic_load_n(&r->remote_done, __ATOMIC_ACQUIRE) && run_now_ns() < end_all &&
-		       !testevd_stopping()) {
-			uint64_t down = __atomic_load_n(&r->peer_down_ns, __ATOMIC_ACQUIRE);
+		 * (END: the source sets remote_done once all came, or END_GRACE_NS
+		 * after it), or the deadline passes: --duration + REMOTE_GRACE_S,
+		 * and REMOTE_GRACE_S after the sender's last packet while they
+		 * come (its --send-delay, its probes, a trace longer than
+		 * --duration). */
+		const uint64_t grace_tsc = (uint64_t)(REMOTE_GRACE_S * (double)rte_get_tsc_hz());
 
-			if (down != 0 && run_now_ns() > down + PEER_GONE_NS)
+		end_all = run_now_ns() + (uint64_t)((r->o->duration_s + REMOTE_GRACE_S) * 1e9);
+		while (!__atomic_load_n(&r->remote_done, __ATOMIC_ACQUIRE) && !testevd_stopping()) {
+			uint64_t down = __atomic_load_n(&r->peer_down_ns, __ATOMIC_ACQUIRE);
+			uint64_t end = __atomic_load_n(&r->end_ns, __ATOMIC_ACQUIRE);
+			uint64_t last = __atomic_load_n(&r->last_rx_tsc, __ATOMIC_RELAXED);
+			uint64_t now = run_now_ns();
+
+			if (down != 0 && now > down + PEER_GONE_NS)
+				break;
+			if (end != 0 && now > end + END_GRACE_NS) {
+				__atomic_store_n(&r->remote_done, 1, __ATOMIC_RELEASE);
+				break;
+			}
+			if (now >= end_all && (last == 0 || rte_rdtsc() - last > grace_tsc))
 				break;
 			usleep(10000); /* 100 wakeups/s: its CPU is the receiver's too */
 		}

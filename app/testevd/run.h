@@ -50,7 +50,11 @@ struct run {
 	uint64_t sent __rte_cache_aligned;      /* atomic */
 	uint32_t phase; /* atomic: index of the current phase */
 	uint64_t remote_total; /* remote sender: packets it sent */
-	int remote_done;       /* atomic: remote_total is known and all arrived */
+	/* atomic: remote_total is known (END came) and all arrived, or
+	 * END_GRACE_NS passed after END (the rest are lost) */
+	int remote_done;
+	uint64_t end_ns;      /* atomic: CLOCK_MONOTONIC ns when END came; 0: not yet */
+	uint64_t last_rx_tsc; /* atomic: TSC of the last burst of the sender's (probes too) */
 	/* atomic: CLOCK_MONOTONIC ns when the remote sender's link went down
 	 * (the source's link event, on the loop thread); 0: up */
 	uint64_t peer_down_ns;

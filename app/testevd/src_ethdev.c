@@ -82,6 +82,8 @@ consume(struct evd_source *src, void *burst, uint16_t n, void *arg)
 			v->probes++;
 		} else if (p->flags & TESTEVD_F_END) {
 			r->remote_total = p->total;
+			/* (after remote_total: the producer reads it once this is set) */
+			__atomic_store_n(&r->end_ns, run_now_ns(), __ATOMIC_RELEASE);
 		} else {
 			run_started(r); /* the first: the figures start here */
 			if (qi < v->nq) {
@@ -96,7 +98,12 @@ consume(struct evd_source *src, void *burst, uint16_t n, void *arg)
 		else
 			rte_pktmbuf_free(pkts[i]);
 	}
-	if (r->remote_total != 0 && r->delivered >= r->remote_total &&
+	if (n > 0)
+		__atomic_store_n(&r->last_rx_tsc, now, __ATOMIC_RELAXED);
+	/* END came (its total may be 0: the sender drew no arrival) and
+	 * everything it counted is here; else the producer ends the run
+	 * END_GRACE_NS after END, counting the rest lost */
+	if (__atomic_load_n(&r->end_ns, __ATOMIC_RELAXED) != 0 && r->delivered >= r->remote_total &&
 	    !__atomic_load_n(&r->remote_done, __ATOMIC_RELAXED)) {
 		__atomic_store_n(&r->remote_done, 1, __ATOMIC_RELEASE);
 		/* the run ends here, not when the producer next looks (10 ms) */
