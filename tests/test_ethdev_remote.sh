@@ -90,4 +90,26 @@ if [ $rc -ne 3 ] || [ "$sent" != 0 ] || ! grep -q "took no packet" "$tmp/ring.lo
 else
 	echo "ok: probes into a full port: dropped; the pattern found the port full: status 3, 0 sent"
 fi
+# A receiver with two Rx queues on net_tap (which wants as many Tx queues:
+# port setup configured one, and the port failed with EPERM). No sender:
+# it is stopped by SIGINT once it has reported its port.
+if [ -c /dev/net/tun ]; then
+	"$testevd" $eal --vdev "net_tap0,iface=evdrq$$" -- --source ethdev --queues 2 --duration 60 \
+		--no-progress >"$tmp/tap.log" 2>&1 &
+	pid=$!
+	for _ in $(seq 600); do
+		grep -q "Rx queue(s)" "$tmp/tap.log" && break
+		kill -0 $pid 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -INT $pid 2>/dev/null
+	wait $pid
+	if grep -q "port 0: 2 Rx queue(s)" "$tmp/tap.log"; then
+		echo "ok: net_tap with 2 Rx queues: $(grep -o 'port 0: 2 Rx queue(s)[^,]*' "$tmp/tap.log")"
+	else
+		echo "FAIL: net_tap with 2 Rx queues"; cat "$tmp/tap.log"; fail=1
+	fi
+else
+	echo "(no /dev/net/tun: the net_tap check is left out)"
+fi
 exit $fail

@@ -12,8 +12,8 @@
 #include "ethdev_port.h"
 #include "testevd.h"
 
-#define NB_MBUF 8191
-#define NB_DESC 1024
+#define NB_MBUF 8191u
+#define NB_DESC 1024u
 
 int
 testevd_port_start(uint16_t port, uint16_t nb_rxq, struct rte_mempool **pool, bool *intr,
@@ -23,6 +23,7 @@ testevd_port_start(uint16_t port, uint16_t nb_rxq, struct rte_mempool **pool, bo
 	struct rte_eth_dev_info info;
 	struct rte_eth_link link;
 	char name[RTE_MEMPOOL_NAMESIZE];
+	uint16_t nb_txq;
 	int rc;
 
 	if (!rte_eth_dev_is_valid_port(port)) {
@@ -37,26 +38,31 @@ testevd_port_start(uint16_t port, uint16_t nb_rxq, struct rte_mempool **pool, bo
 			info.driver_name, info.max_rx_queues);
 		return -EINVAL;
 	}
+	/* as many Tx queues as Rx (net_tap wants that; only Tx queue 0
+	 * sends), and mbufs for every descriptor (NIC PMDs fill their Rx rings
+	 * at start) with room to spare */
+	nb_txq = RTE_MAX(RTE_MIN(nb_rxq, info.max_tx_queues), 1);
 	snprintf(name, sizeof(name), "testevd-pool-%u", port);
-	*pool = rte_pktmbuf_pool_create(name, NB_MBUF, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
-					rte_socket_id());
+	*pool = rte_pktmbuf_pool_create(name,
+					RTE_MAX(NB_MBUF, (unsigned int)(nb_rxq + nb_txq) * NB_DESC + 2048u),
+					256, 0, RTE_MBUF_DEFAULT_BUF_SIZE, rte_socket_id());
 	if (*pool == NULL)
 		return -rte_errno;
 	*intr = true;
-	rc = rte_eth_dev_configure(port, nb_rxq, 1, &conf);
+	rc = rte_eth_dev_configure(port, nb_rxq, nb_txq, &conf);
 	if (rc < 0) {
 		/* PMDs without Rx interrupts refuse intr_conf.rxq: poll-only */
 		conf.intr_conf.rxq = 0;
 		*intr = false;
-		rc = rte_eth_dev_configure(port, nb_rxq, 1, &conf);
+		rc = rte_eth_dev_configure(port, nb_rxq, nb_txq, &conf);
 	}
 	if (rc < 0)
 		return rc;
 	for (uint16_t q = 0; q < nb_rxq && rc == 0; q++)
 		rc = rte_eth_rx_queue_setup(port, q, NB_DESC, rte_eth_dev_socket_id(port), NULL,
 					    *pool);
-	if (rc == 0)
-		rc = rte_eth_tx_queue_setup(port, 0, NB_DESC, rte_eth_dev_socket_id(port), NULL);
+	for (uint16_t q = 0; q < nb_txq && rc == 0; q++)
+		rc = rte_eth_tx_queue_setup(port, q, NB_DESC, rte_eth_dev_socket_id(port), NULL);
 	if (rc == 0)
 		rc = rte_eth_dev_start(port);
 	if (rc < 0)

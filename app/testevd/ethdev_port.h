@@ -30,7 +30,8 @@ struct testevd_payload {
 #define TESTEVD_PKT_LEN 80 /* Ethernet 14 + IPv4 20 + payload 32, padded */
 
 /*
- * Configure and start a port with nb_rxq Rx queues and one Tx queue, asking
+ * Configure and start a port with nb_rxq Rx queues and as many Tx queues
+ * (queue 0 sends; the others are there for PMDs that want as many), asking
  * for Rx interrupts (retrying without them if the PMD refuses), and wait up
  * to wait_s for the link. Returns 0 or a negative errno; *intr tells whether
  * Rx interrupts were enabled in the configuration.

@@ -16,7 +16,8 @@ demo(const struct opts *o)
 		return EXIT_RUNTIME;
 	if (strcmp(o->source, "ethdev") == 0) /* a remote sender plays the arrivals */
 		printf("testevd: receiving on port %u (the ethdev source), policy %s, until the "
-		       "sender's END, or %.0f s and %.0f s after its last packet\n", o->port, o->policy,
+		       "sender's END or %.0f s (while its packets come, %.0f s after the last)\n",
+		       o->port, o->policy,
 		       o->duration_s + REMOTE_GRACE_S, REMOTE_GRACE_S);
 	else if (o->trace != NULL)
 		printf("testevd: trace %s on the %s source, policy %s\n", o->trace, o->source,

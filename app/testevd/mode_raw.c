@@ -80,10 +80,13 @@ raw(const struct opts *o)
 			rte_eth_dev_rx_intr_disable(o->port, 0);
 			continue;
 		}
-		deadline = RTE_MAX(deadline, ns(CLOCK_MONOTONIC) + (uint64_t)(REMOTE_GRACE_S * 1e9));
 		for (uint16_t i = 0; i < n; i++) {
 			const struct testevd_payload *p = testevd_payload_of(pkts[i]);
 			uint64_t now = rte_rdtsc();
+
+			if (p != NULL) /* the sender's (not a tap's own traffic) */
+				deadline = RTE_MAX(deadline, ns(CLOCK_MONOTONIC) +
+							     (uint64_t)(REMOTE_GRACE_S * 1e9));
 
 			if (p != NULL && (p->flags & TESTEVD_F_END)) {
 				end = true;

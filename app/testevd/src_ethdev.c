@@ -59,6 +59,9 @@ on_port_event(struct evd_source *src, enum rte_eth_event_type type, void *arg)
 	} else {
 		fprintf(stderr, "\ntestevd: %s: port removed\n", evd_source_name(src));
 		v->removed = 1;
+		/* no sender can reach it now: run.c ends the run as for a link
+		 * down that stays down */
+		__atomic_store_n(&v->run->peer_down_ns, RTE_MAX(run_now_ns(), 1ull), __ATOMIC_RELEASE);
 	}
 }
 
@@ -73,9 +76,12 @@ consume(struct evd_source *src, void *burst, uint16_t n, void *arg)
 
 	while (qi < v->nq && v->q[qi] != src)
 		qi++;
+	bool ours = false; /* a packet of the sender's (probes too) */
+
 	for (uint16_t i = 0; i < n; i++) {
 		const struct testevd_payload *p = testevd_payload_of(pkts[i]);
 
+		ours |= p != NULL;
 		if (p == NULL) {
 			v->foreign++;
 		} else if (p->flags & TESTEVD_F_PROBE) {
@@ -98,7 +104,7 @@ consume(struct evd_source *src, void *burst, uint16_t n, void *arg)
 		else
 			rte_pktmbuf_free(pkts[i]);
 	}
-	if (n > 0)
+	if (ours) /* (not a tap's own traffic: the kernel's IPv6 chatter) */
 		__atomic_store_n(&r->last_rx_tsc, now, __ATOMIC_RELAXED);
 	/* END came (its total may be 0: the sender drew no arrival) and
 	 * everything it counted is here; else the producer ends the run
@@ -206,6 +212,7 @@ veth_open(struct run *r)
 	printf("  port %u: %u Rx queue(s), %s\n", v->port, v->nq,
 	       evd_ethdev_rxq_has_interrupt(v->q[0]) ? "Rx interrupts armed when idle"
 						     : "no Rx interrupt: poll-only, bounded sleeps");
+	fflush(stdout); /* the port is ready: say so now, to a file or a pipe too */
 	return 0;
 }
 
