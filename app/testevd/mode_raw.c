@@ -38,7 +38,7 @@ raw(const struct opts *o)
 	struct rte_mbuf *pkts[BURST];
 	struct rte_mempool *pool;
 	uint64_t total = 0, got = 0, t0, c0, deadline;
-	bool intr, end = false, started = false;
+	bool intr, end = false, started = false, ours;
 	int rc, status = 0;
 
 	if (res == NULL)
@@ -80,14 +80,12 @@ raw(const struct opts *o)
 			rte_eth_dev_rx_intr_disable(o->port, 0);
 			continue;
 		}
+		ours = false; /* a packet of the sender's (not a tap's own traffic) */
 		for (uint16_t i = 0; i < n; i++) {
 			const struct testevd_payload *p = testevd_payload_of(pkts[i]);
 			uint64_t now = rte_rdtsc();
 
-			if (p != NULL) /* the sender's (not a tap's own traffic) */
-				deadline = RTE_MAX(deadline, ns(CLOCK_MONOTONIC) +
-							     (uint64_t)(REMOTE_GRACE_S * 1e9));
-
+			ours |= p != NULL;
 			if (p != NULL && (p->flags & TESTEVD_F_END)) {
 				end = true;
 				total = p->total;
@@ -103,6 +101,9 @@ raw(const struct opts *o)
 			}
 			rte_pktmbuf_free(pkts[i]);
 		}
+		if (ours)
+			deadline = RTE_MAX(deadline, ns(CLOCK_MONOTONIC) +
+						     (uint64_t)(REMOTE_GRACE_S * 1e9));
 	}
 	res->wall_ns = ns(CLOCK_MONOTONIC) - t0;
 	res->cpu_ns = ns(CLOCK_THREAD_CPUTIME_ID) - c0;

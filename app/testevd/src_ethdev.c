@@ -73,11 +73,10 @@ consume(struct evd_source *src, void *burst, uint16_t n, void *arg)
 	struct rte_mbuf **pkts = burst;
 	uint64_t now = rte_rdtsc();
 	unsigned int qi = 0;
+	bool ours = false; /* a packet of the sender's (probes too) */
 
 	while (qi < v->nq && v->q[qi] != src)
 		qi++;
-	bool ours = false; /* a packet of the sender's (probes too) */
-
 	for (uint16_t i = 0; i < n; i++) {
 		const struct testevd_payload *p = testevd_payload_of(pkts[i]);
 
