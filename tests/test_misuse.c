@@ -20,8 +20,11 @@
  *   doubles: -EINVAL (L was interpolated by dividing by 0).
  */
 #include <pthread.h>
+#include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
+
+#include <rte_log.h>
 
 #include <evd.h>
 #include <evd_policy.h>
@@ -131,6 +134,66 @@ test_remove_in_arm_pass(void)
 	CHECK_EQ(evd_loop_remove(l, r), 0);
 	CHECK_EQ(evd_loop_destroy(l), 0);
 	CHECK_EQ(evd_source_destroy(r), 0);
+	close(b.efd);
+}
+
+static uint64_t
+frozen_now(void *arg)
+{
+	return *(const uint64_t *)arg;
+}
+
+static void
+keep_on_error(struct evd_loop *l, struct evd_source *s, int err, void *arg)
+{
+	(void)l;
+	(void)s;
+	(void)err;
+	(*(int *)arg)++;
+}
+
+/* A source whose arm fails at every sleep (a stopped port does): every
+ * failure counted and given to on_error; the log says it once a second of
+ * the loop's clock (here a frozen one), then how many it did not log. */
+static void
+test_error_log_quiet(void)
+{
+	uint64_t t = 1000000000ull;
+	struct evd_clock clk = { .now_ns = frozen_now, .arg = &t };
+	int seen = 0;
+	struct evd_loop_conf c = { .name = "quiet", .policy = "intr", .on_error = keep_on_error,
+				   .on_error_arg = &seen, .max_sleep_us = 1000, .clock = &clk };
+	struct evd_loop_stats st;
+	struct evd_loop *l;
+	struct bad_source b = { 0 };
+	static char buf[8192];
+	FILE *f = fmemopen(buf, sizeof(buf) - 1, "w");
+	int lines = 0;
+
+	CHECK(f != NULL);
+	setvbuf(f, NULL, _IONBF, 0);
+	b.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	CHECK(b.efd >= 0);
+	CHECK_EQ(evd_source_init(&b.src, &bad_arm_ops, "bad", count, NULL), 0);
+	CHECK_EQ(evd_loop_create(&c, &l), 0);
+	CHECK_EQ(evd_loop_add(l, &b.src), 0);
+	rte_openlog_stream(f);
+	for (int i = 0; i < 20; i++)
+		CHECK_EQ(evd_loop_step(l), 0);
+	t += 1000000000ull; /* a second later */
+	CHECK_EQ(evd_loop_step(l), 0);
+	rte_openlog_stream(NULL);
+	fclose(f);
+	for (const char *p = buf; (p = strstr(p, "arm failed")) != NULL; p++)
+		lines++;
+	CHECK_EQ(evd_loop_stats_get(l, &st), 0);
+	printf("  %" PRIu64 " errors, %d on_error calls, %d log lines:\n%s", st.errors, seen, lines, buf);
+	CHECK_EQ(st.errors, 21);
+	CHECK_EQ(seen, 21);
+	CHECK_EQ(lines, 3); /* the first; then "19 times more", and the 21st */
+	CHECK(strstr(buf, "arm failed 19 times more") != NULL);
+	CHECK_EQ(evd_loop_remove(l, &b.src), 0);
+	CHECK_EQ(evd_loop_destroy(l), 0);
 	close(b.efd);
 }
 
@@ -291,6 +354,7 @@ main(int argc, char **argv)
 	TEST_NAMED(test_remove_in_detach_consumed);
 	TEST_NAMED(test_remove_in_detach_pending);
 	TEST_NAMED(test_remove_in_arm_pass);
+	TEST_NAMED(test_error_log_quiet);
 	TEST_NAMED(test_step_callbacks);
 	TEST_NAMED(test_step_beside_run);
 	TEST_NAMED(test_timer_far);

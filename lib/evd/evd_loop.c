@@ -34,6 +34,8 @@ RTE_LOG_REGISTER(evd__logtype, lib.evd, INFO);
  * notification it owes before the loop calls the wakeup lost. Covers a
  * producer caught between its enqueue and its doorbell write. */
 #define LOST_WAKEUP_GRACE_MS 2
+/* a source's same op failure is logged once in this long (source_error) */
+#define ERR_LOG_QUIET_NS 1000000000ull
 /* Busy rounds between two reads of the thread CPU clock. */
 #define CPU_SAMPLE_ROUNDS 4096
 #define MAX_BURST 256
@@ -282,9 +284,27 @@ source_error(struct evd_loop *loop, struct evd_source *s, const char *op, int er
 {
 	bool was = loop->in_round;
 
+	uint64_t now = evd__now(loop);
+
 	EVD_STAT_ADD(s->stats.errors, 1);
 	EVD_STAT_ADD(loop->stats.errors, 1);
-	EVD_LOG(ERR, "loop %s: source %s: %s failed: %s", loop->name, s->name, op, strerror(-err));
+	/* The same failure of a source again within a second is counted and
+	 * given to on_error, not logged: a stopped port fails every arm, and
+	 * the loop tries again at each bounded sleep, up to 1,000 a second. */
+	if (s->err_op != NULL && strcmp(op, s->err_op) == 0 && err == s->err &&
+	    now - s->err_logged_ns < ERR_LOG_QUIET_NS) {
+		s->err_unlogged++;
+	} else {
+		if (s->err_unlogged > 0)
+			EVD_LOG(ERR, "loop %s: source %s: %s failed %" PRIu32 " times more (%s), not "
+				"logged", loop->name, s->name, s->err_op, s->err_unlogged,
+				strerror(-s->err));
+		EVD_LOG(ERR, "loop %s: source %s: %s failed: %s", loop->name, s->name, op, strerror(-err));
+		s->err_op = op;
+		s->err = err;
+		s->err_unlogged = 0;
+		s->err_logged_ns = now;
+	}
 	if (loop->on_error != NULL) {
 		loop->in_round = true;
 		loop->on_error(loop, s, err, loop->on_error_arg);

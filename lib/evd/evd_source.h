@@ -79,6 +79,11 @@ struct evd_source {
 	uint64_t events_at_sleep; /**< stats.events when the loop last went to sleep. */
 	uint64_t events_at_note;  /**< stats.events when the loop last told the policy. */
 	uint32_t id;              /**< Given by the loop at add, never reused in it (policies). */
+	/* the last op failure logged, for the log's rate limit */
+	const char *err_op;       /**< Its op (a literal), NULL: none yet. */
+	int err;                  /**< Its error. */
+	uint32_t err_unlogged;    /**< The same failures since, counted, not logged. */
+	uint64_t err_logged_ns;   /**< When it was logged (the loop's clock). */
 	struct evd_source_stats stats;      /**< Written by the loop thread (and by producers for `full`). */
 	struct evd_source_stats stats_base; /**< Baseline recorded by a reset. */
 };
