@@ -70,7 +70,8 @@ struct evd_ibv_cq_stats {
 	uint64_t events;            /**< Notifications consumed (ibv_get_cq_event). */
 	uint64_t events_acked;      /**< Notifications acknowledged (ibv_ack_cq_events). */
 	uint64_t poll_errors;       /**< Polls that failed (CQ in error, overrun). */
-	uint64_t cq_errors;         /**< IBV_EVENT_CQ_ERR async events for this CQ (each; not DEVICE_FATAL). */
+	/** IBV_EVENT_CQ_ERR async events for this CQ (each; not DEVICE_FATAL). */
+	uint64_t cq_errors;
 };
 
 /**

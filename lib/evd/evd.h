@@ -137,7 +137,9 @@ struct evd_loop_stats {
 	uint64_t arms;             /**< Successful source arms. */
 	uint64_t repoll_hits;      /**< Re-polls after arming that found completions. */
 	uint64_t sleeps;           /**< Armed waits on epoll entered (naps not included). */
-	uint64_t wakeups;          /**< Waits (sleeps and naps) that ended because an fd was ready, or a signal (EINTR: also spurious). */
+	/** Waits (sleeps and naps) that ended because an fd was ready, or a signal
+	 *  (EINTR: also spurious). */
+	uint64_t wakeups;
 	uint64_t spurious_wakeups; /**< Wakeups after which no source had anything. */
 	uint64_t sleep_timeouts;   /**< Sleeps that ended by their timeout (a nap's end is not one). */
 	uint64_t lost_wakeups;     /**< Completions left by an armed source that never notified. Must be 0. */
@@ -145,8 +147,13 @@ struct evd_loop_stats {
 	uint64_t mode_switches;    /**< Changes between poll, pause and sleep. */
 	uint64_t timers_fired;     /**< Timer callbacks run. */
 	uint64_t errors;           /**< Source op failures reported to on_error. */
-	uint64_t mode_ns[EVD_MODE_COUNT]; /**< Time spent in each mode (added up at mode changes, waits and every 4096 busy rounds; with evd_loop_step(), the caller's time between steps is in poll). */
-	uint64_t cpu_ns;           /**< CPU time of the loop's thread (0 before the loop ran; sampled as mode_ns, the caller's between steps included). */
+	/** Time spent in each mode (added up at mode changes, waits and every 4096
+	 *  busy rounds; with evd_loop_step(), the caller's time between steps is
+	 *  in poll). */
+	uint64_t mode_ns[EVD_MODE_COUNT];
+	/** CPU time of the loop's thread (0 before the loop ran; sampled as
+	 *  mode_ns, the caller's between steps included). */
+	uint64_t cpu_ns;
 	uint32_t mode;             /**< Current enum evd_mode. */
 	/**
 	 * Naps: timed waits with nothing armed (policy EVD_ACTION_NAP).

@@ -51,8 +51,9 @@
  *   the sleeps only this long after the last completion instead of a
  *   second, 1..1000000), `learn` (0: the fixed rule:
  *   poll `spin_pct` % (0..100, default 50) of a spin budget, pause
- *   `pause_ns` (1..1000000, default 1000) at a time until it, then sleep; the spin budget is `spin_max_us` or B; `guard_us`
- *   bounds its sleeps too). `spin_pct` and `pause_ns` are refused without
+ *   `pause_ns` (1..1000000, default 1000) at a time until it, then sleep;
+ *   the spin budget is `spin_max_us` or B; `guard_us` bounds its sleeps
+ *   too). `spin_pct` and `pause_ns` are refused without
  *   `learn=0`; `budget_us`, `nap`, `lambda_pct`, `prewake`, `superpose`
  *   with it.
  *   doc/guides/policies.md has the model and how to tune it.
@@ -336,8 +337,9 @@ const struct evd_policy_env *evd_policy_env_peek(bool *given);
  * @return 0; -EINVAL, with the reason logged (NULL, B of 0, B or an L over
  *   EVD_ENV_GIVEN_MAX_NS, or wake_at_ns not increasing from > 0, also as
  *   doubles: L is interpolated between them; L falling from one point to the
- *   next, as a measured environment never does; timeout_at_ns with one point set, or not increasing; C
- *   (timeout_ns) or T (timeout_late_ns) at one point only, or given without
+ *   next, as a measured environment never does; timeout_at_ns with one
+ *   point set, or not increasing; C (timeout_ns) or T (timeout_late_ns) at
+ *   one point only, or given without
  *   timeout_at_ns; window_ns without cold_wake_ns; any of C, T, window_ns,
  *   cold_wake_ns over EVD_ENV_GIVEN_MAX_NS);
  *   -EALREADY (the environment was measured or given already).
