@@ -943,8 +943,11 @@ ctx_guards(struct adaptive *a, uint32_t c, bool own)
 		a->ctx_guard_span_cold[c] = a->pooled_guard_span_cold;
 }
 
-/* guard_us=N: whether the bound pays in a context (@p w, its histogram;
- * @p t, its threshold). Every sleep then arms a timer N away, which costs
+/* guard_us=N within the host's halt window: whether the bound pays in a
+ * context (@p w, its histogram; @p t, its threshold). Such a bound is for
+ * latency (it keeps the wakes warm); a longer one is also a backstop (a
+ * wake the platform loses costs at most N: troubleshooting.md) and always
+ * applies. Every sleep then arms a timer N away, which costs
  * C(N) - B more CPU than a sleep bounded only by max_sleep_us (where C was
  * measured: on this VM 12 us, and more in a forwarder: guard_us=100 at
  * 50k/s spent 69 against 37 % CPU at the same p99). What it buys is in the
@@ -1036,7 +1039,7 @@ learn_threshold(struct adaptive *a, bool decay)
 		a->ctx_own = own ? a->ctx_own | 1u << c : a->ctx_own & ~(1u << c);
 		if (a->guard_auto) {
 			ctx_guards(a, c, own);
-		} else if (a->guard_ns != UINT64_MAX) {
+		} else if (a->guard_ns <= a->env->window_ns) {
 			bool reach = own ? guard_reach(a, a->w[c], a->ctx_threshold[c])
 					 : guard_reach(a, all, a->pooled_ns);
 

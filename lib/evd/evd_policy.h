@@ -47,10 +47,12 @@
  *   priced L of the longest sleep). Where the host has a halt window,
  *   a gap that begins with it shut (the last halt outlasted it) has
  *   rules of its own, and a sleep that shuts it is priced with what the
- *   next gap pays. With `guard_us=N` adaptive leaves the bound off in
- *   a context where the sleeps it would cut short (those in gaps past
- *   the spin threshold and N) save less priced latency than the timer
- *   it arms on every sleep costs (C(N) - B each, where C is measured).
+ *   next gap pays. With `guard_us=N` within the host's halt window
+ *   (N <= W: a bound for latency) adaptive leaves the bound off in a
+ *   context where the sleeps it would cut short (those in gaps past the
+ *   spin threshold and N) save less priced latency than the timer it
+ *   arms on every sleep costs (C(N) - B each); a longer bound (also a
+ *   backstop against lost wakes) always applies.
  *   `guard_for_us` (with `guard_us=N` only: bound
  *   the sleeps only this long after the last completion instead of a
  *   second, 1..1000000), `learn` (0: the fixed rule:
