@@ -781,10 +781,10 @@ sleep_arg(const char *spec, uint64_t idle)
 /* guard_us=N within the host's halt window, with a timer's CPU measured
  * (the window's environment: W 100 us, C(100 us) 17.8 us against B 5.6):
  * the bound is kept only where the sleeps it cuts short buy back their
- * timers. On gaps of 10 us none outlasts a 100
- * us bound and every sleep would arm one for nothing (a forwarder at 50k/s
- * here: 69 against 37 % CPU): unbounded; on gaps of 1 ms all do: bounded.
- * With no window nor C (the guard environment): kept. */
+ * timers. On gaps of 10 us none outlasts a 100 us bound and every sleep
+ * would arm one for nothing (a forwarder at 50k/s here: 69 against 37 %
+ * CPU): unbounded; on gaps of 1 ms all do: bounded. With no window nor C
+ * (the guard environment): kept. */
 static uint64_t
 guard_taught(const char *spec, uint64_t g)
 {
