@@ -952,8 +952,8 @@ ctx_guards(struct adaptive *a, uint32_t c, bool own)
  * measured: on this VM 12 us, and more in a forwarder: guard_us=100 at
  * 50k/s spent 69 against 37 % CPU at the same p99). What it buys is in the
  * sleeps it cuts short, those in gaps longer than t + N: each wakes at
- * L(N) instead of the longest sleep's (the cold wake, where the host has
- * a halt window), priced. Where the sleeps it cuts short are too few to
+ * L(N) instead of the longest sleep's L or the cold wake (wake_most),
+ * priced. Where the sleeps it cuts short are too few to
  * pay for the timers of all the sleeps (at Poisson 50k/s, 0.7 % of them
  * outlast 100 us), the bound stays off; with no C measured it costs
  * nothing and stays on, as before. */
