@@ -144,9 +144,8 @@ PY
 # the floor no online rule gets under: on memoryless (Poisson) gaps what is
 # left of a gap does not depend on how long it has lasted, so the best
 # online rule spins through (the mean gap m) or sleeps at once (c = B + L),
-# and the oracle
-# pays E[min(g, c)] = m (1 - e^(-c/m)). At m = c the ratio is e / (e - 1),
-# 1.582, for every policy (the ski-rental bound the issue quotes for
+# and the oracle pays E[min(g, c)] = m (1 - e^(-c/m)). At m = c the ratio
+# is e / (e - 1), 1.582, for every policy (ski rental's bound for
 # randomised rules); at m = 2c and m = c/2, 1.271 and 1.157. On a flat L
 # (B 5 us, L 11 us: c = 16 us) the scorer must give what the formula
 # gives: a scorer that undercharged a rule, or an oracle that overcharged,
