@@ -283,7 +283,6 @@ static void
 source_error(struct evd_loop *loop, struct evd_source *s, const char *op, int err)
 {
 	bool was = loop->in_round;
-
 	uint64_t now = evd__now(loop);
 
 	EVD_STAT_ADD(s->stats.errors, 1);

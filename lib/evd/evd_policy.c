@@ -953,10 +953,10 @@ ctx_guards(struct adaptive *a, uint32_t c, bool own)
  * 50k/s spent 69 against 37 % CPU at the same p99). What it buys is in the
  * sleeps it cuts short, those in gaps longer than t + N: each wakes at
  * L(N) instead of the longest sleep's L or the cold wake (wake_most),
- * priced. Where the sleeps it cuts short are too few to
- * pay for the timers of all the sleeps (at Poisson 50k/s, 0.7 % of them
- * outlast 100 us), the bound stays off; with no C measured it costs
- * nothing and stays on, as before. */
+ * priced. Where the sleeps it cuts short are too few to pay for the
+ * timers of all the sleeps (at Poisson 50k/s, 0.7 % of them outlast
+ * 100 us), the bound stays off; with no C measured it costs nothing and
+ * stays on, as before. */
 static bool
 guard_reach(const struct adaptive *a, const double *w, uint64_t t)
 {

@@ -52,16 +52,14 @@
  *   context where the sleeps it would cut short (those in gaps past the
  *   spin threshold and N) save less priced latency than the timer it
  *   arms on every sleep costs (C(N) - B each); a longer bound (also a
- *   backstop against lost wakes) always applies.
- *   `guard_for_us` (with `guard_us=N` only: bound
- *   the sleeps only this long after the last completion instead of a
- *   second, 1..1000000), `learn` (0: the fixed rule:
- *   poll `spin_pct` % (0..100, default 50) of a spin budget, pause
+ *   backstop against lost wakes) always applies. `guard_for_us` (with
+ *   `guard_us=N` only: bound the sleeps only this long after the last
+ *   completion instead of a second, 1..1000000), `learn` (0: the fixed
+ *   rule: poll `spin_pct` % (0..100, default 50) of a spin budget, pause
  *   `pause_ns` (1..1000000, default 1000) at a time until it, then sleep;
  *   the spin budget is `spin_max_us` or B; `guard_us` bounds its sleeps
- *   too). `spin_pct` and `pause_ns` are refused without
- *   `learn=0`; `budget_us`, `nap`, `lambda_pct`, `prewake`, `superpose`
- *   with it.
+ *   too). `spin_pct` and `pause_ns` are refused without `learn=0`;
+ *   `budget_us`, `nap`, `lambda_pct`, `prewake`, `superpose` with it.
  *   doc/guides/policies.md has the model and how to tune it.
  * Baselines, copies of the rules in use elsewhere, for comparison:
  * - `l3fwd`: DPDK l3fwd-power (10 empty polls free, then 1 us waits, sleep with
@@ -345,9 +343,9 @@ const struct evd_policy_env *evd_policy_env_peek(bool *given);
  *   doubles: L is interpolated between them; L falling from one point to the
  *   next, as a measured environment never does; timeout_at_ns with one
  *   point set, or not increasing; C (timeout_ns) or T (timeout_late_ns) at
- *   one point only, or given without
- *   timeout_at_ns; window_ns without cold_wake_ns; any of C, T, window_ns,
- *   cold_wake_ns over EVD_ENV_GIVEN_MAX_NS);
+ *   one point only, or given without timeout_at_ns; window_ns without
+ *   cold_wake_ns; any of C, T, window_ns, cold_wake_ns over
+ *   EVD_ENV_GIVEN_MAX_NS);
  *   -EALREADY (the environment was measured or given already).
  */
 int evd_policy_env_set(const struct evd_policy_env *env);
