@@ -160,6 +160,9 @@ test_remove_from_handler(void)
 	CHECK(a->loop == NULL);
 	CHECK_EQ(evd_loop_destroy(loop), 0);
 	CHECK_EQ(evd_source_destroy(a), 0);
+	/* b still holds its two events: destroy refuses to drop them unseen */
+	CHECK_EQ(evd_source_destroy(b), -EBUSY);
+	CHECK_EQ(evd_ring_discard(b), 2);
 	CHECK_EQ(evd_source_destroy(b), 0);
 }
 

@@ -32,7 +32,19 @@
  * notification exactly once. Applications never arm, re-poll or ack.
  *
  * All functions return 0 (or a count) on success and a negative errno value
- * on failure, unless stated otherwise.
+ * on failure, unless stated otherwise; every refusal logs one line (lib.evd)
+ * naming the argument, except evd_loop_stop(), which must stay
+ * async-signal-safe.
+ *
+ * Threads (doc/guides/threads.md has the table). Each function says which
+ * thread may call it. The control calls (evd_loop_add(), evd_loop_remove(),
+ * evd_timer_start(), evd_timer_cancel()) act at once on the thread that
+ * runs the loop (from its handlers and callbacks) or while no thread runs
+ * it; from any other thread while it runs they return -EBUSY and log the
+ * call: hand them to the loop with evd_loop_call(), which any thread may
+ * use. Calls after evd_loop_destroy() or evd_source_destroy() on the
+ * object destroyed are undefined, as free() twice is; the library catches
+ * them where that is cheap (a poison value checked on entry: -EINVAL).
  */
 
 #include <stdbool.h>
@@ -188,61 +200,98 @@ typedef void (*evd_handler_t)(struct evd_source *src, void *burst, uint16_t n, v
 /**
  * Create a loop.
  *
- * Control path; any thread. The calling thread need not be the one that runs it.
+ * Any thread. The calling thread need not be the one that runs it.
  *
  * @param conf  Configuration (may be NULL for all defaults).
  * @param out   Receives the loop.
- * @return 0; -EINVAL for a bad configuration or policy spec (the log names
- *   the bad key); -ENOENT for an unknown policy name; -ENOMEM; or an errno
- *   from epoll_create1()/eventfd().
+ * @return 0; -EINVAL for a NULL @p out, a name of EVD_NAME_MAX bytes or
+ *   more, a burst over 256, a clock without now_ns, or a bad policy spec
+ *   (the log names the bad key); -ENOENT for an unknown policy name;
+ *   -ENOMEM; or an errno from epoll_create1()/eventfd().
  */
 int evd_loop_create(const struct evd_loop_conf *conf, struct evd_loop **out);
 
 /**
- * Destroy a loop. Every source must have been removed first. Timers still
- * pending are freed with it (their handles are then dangling; their
- * arguments are the caller's to release).
+ * Destroy a loop. Any thread, while no thread runs the loop. Calls still
+ * queued by evd_loop_call() run first, on the calling thread. Every source
+ * must have been removed. Timers, pending or fired, are freed with it
+ * (their handles are then dangling; their arguments are the caller's to
+ * release).
+ * @param loop  The loop.
  * @return 0; -EBUSY if sources remain or the loop is running (evd_loop_run(),
- *   or a step of evd_loop_step(): from its callbacks); -EINVAL for NULL.
+ *   or a step of evd_loop_step(): from its callbacks); -EINVAL for NULL or a
+ *   destroyed loop.
  */
 int evd_loop_destroy(struct evd_loop *loop);
 
 /**
- * Register a source on a loop. Control path: call from the loop's thread, or
- * while the loop is not running.
- * @return 0; -EINVAL if a source is NULL or already on a loop; -ENOMEM; the
- *   error of the source's fd op (other than -ENOTSUP: poll-only); or an errno
- *   from epoll_ctl().
+ * Register a source on a loop. A control call: on the loop's thread (from
+ * a handler or callback; in effect from the next round) or while no thread
+ * runs the loop; from another thread while it runs, -EBUSY (use
+ * evd_loop_call()).
+ * @param loop  The loop.
+ * @param src   A source on no loop.
+ * @return 0; -EINVAL for NULL or destroyed arguments, or a source already on
+ *   a loop; -EBUSY (another thread runs the loop); -ENOMEM; the error of the
+ *   source's fd op (other than -ENOTSUP: poll-only); or an errno from
+ *   epoll_ctl().
  */
 int evd_loop_add(struct evd_loop *loop, struct evd_source *src);
 
 /**
- * Unregister a source. Control path: call from the loop's thread, or while
- * the loop is not running. Safe from a handler or on_error on the same loop:
- * the removal then takes effect when the round's poll of the sources ends,
- * and the source is not polled again (destroy it after the step). From a
- * timer or on_idle, which run outside the round, it takes effect at once. A
- * pending notification is acknowledged before the source leaves.
- * @return 0; -EINVAL if the source is not on this loop.
+ * Unregister a source. A control call, as evd_loop_add(). From a handler or
+ * on_error on the same loop the removal takes effect when the round's poll
+ * of the sources ends, and the source is not polled again (destroy it after
+ * the step). From a timer, on_idle or an evd_loop_call() function, which
+ * run outside the round, it takes effect at once. A pending notification is
+ * acknowledged before the source leaves. An fd closed while registered is
+ * logged and its epoll entry dropped (the loop's epoll set is rebuilt: a
+ * dup of the fd elsewhere would keep the old entry firing).
+ * @param loop  The loop.
+ * @param src   A source on @p loop.
+ * @return 0; -EINVAL for NULL or destroyed arguments, or a source not on
+ *   this loop; -EBUSY (another thread runs the loop).
  */
 int evd_loop_remove(struct evd_loop *loop, struct evd_source *src);
+
+/**
+ * Run @p fn(@p loop, @p arg) on the loop's thread, between two rounds. Any
+ * thread, any time (not from a signal handler: it allocates). Lock-free on
+ * the loop's side; wakes a sleeping loop. Calls run in the order they were
+ * queued; from @p fn the control calls act at once. A call queued while no
+ * thread runs the loop runs at its next step, or in evd_loop_destroy().
+ * The loop must not be destroyed while this call is under way on another
+ * thread (evd_loop_destroy() waits for its doorbell, not for its start).
+ * @param loop  The loop.
+ * @param fn    The function to run.
+ * @param arg   Its second argument.
+ * @return 0 once queued; -EINVAL for a NULL or destroyed loop or NULL @p fn;
+ *   -ENOMEM.
+ */
+int evd_loop_call(struct evd_loop *loop, void (*fn)(struct evd_loop *loop, void *arg), void *arg);
 
 /**
  * Run the loop on the calling thread until evd_loop_stop(). While it runs,
  * the thread's timer slack is 1 us (prctl PR_SET_TIMERSLACK; the thread's
  * own is put back on return): timed waits (naps, pre-wake, timers, the
- * sleep bound) would otherwise end up to 50 us late.
- * @return 0 when stopped; -EBUSY if already running; -EINVAL for NULL.
+ * sleep bound) would otherwise end up to 50 us late. Any thread; that
+ * thread is the loop's until it returns.
+ * @param loop  The loop.
+ * @return 0 when stopped; -EBUSY if already running (or stepped);
+ *   -EINVAL for NULL or a destroyed loop.
  */
 int evd_loop_run(struct evd_loop *loop);
 
 /**
  * Run one step: poll every source once; if all were empty, do what the
  * policy decides (nothing, a pause, or the arm protocol and one bounded wait).
- * For applications with their own main loop. One step at a time.
+ * For applications with their own main loop. Any thread, one step at a
+ * time; a step waits for a control call under way on another thread.
+ * @param loop  The loop.
  * @return number of completions dispatched (>= 0); -ESHUTDOWN once stopped;
  *   -EBUSY while evd_loop_run() runs the loop (on any thread) or from a
- *   handler or callback of a step under way (no nested rounds); -EINVAL for NULL.
+ *   handler or callback of a step under way (no nested rounds); -EINVAL for
+ *   NULL or a destroyed loop.
  */
 int evd_loop_step(struct evd_loop *loop);
 
@@ -251,25 +300,31 @@ int evd_loop_step(struct evd_loop *loop);
  * sleeping loop. evd_loop_run() returns after its current step, and the
  * loop may be destroyed then even while this call, on another thread, is
  * still ringing its doorbell: evd_loop_destroy() waits for it.
- * @return 0; -EINVAL for NULL; a negative errno if the wake-up eventfd
- *   could not be written (the loop still stops at its next step).
+ * @param loop  The loop.
+ * @return 0; -EINVAL for NULL or a destroyed loop (not logged: signal
+ *   handlers); a negative errno if the wake-up eventfd could not be
+ *   written (the loop still stops at its next step).
  */
 int evd_loop_stop(struct evd_loop *loop);
 
-/** Clear a stop request so that the loop can run again. Not while running.
- * @return 0; -EBUSY while running; -EINVAL for NULL. */
+/** Clear a stop request so that the loop can run again. Any thread, while no
+ * thread runs the loop.
+ * @param loop  The loop.
+ * @return 0; -EBUSY while running; -EINVAL for NULL or a destroyed loop. */
 int evd_loop_resume(struct evd_loop *loop);
 
-/** The loop's name. */
+/** The loop's name (NULL for NULL). Any thread. */
 const char *evd_loop_name(const struct evd_loop *loop);
 
-/** The name of the loop's policy (e.g. "adaptive"). */
+/** The name of the loop's policy (e.g. "adaptive"; NULL for NULL). Any thread. */
 const char *evd_loop_policy_name(const struct evd_loop *loop);
 
 /**
  * Read the loop's stats, since creation or the last reset. Any thread, while
  * running: each counter is read atomically; the set is not a snapshot.
- * @return 0; -EINVAL for NULL arguments.
+ * @param loop  The loop.
+ * @param st    Receives the counters.
+ * @return 0; -EINVAL for NULL arguments or a destroyed loop.
  */
 int evd_loop_stats_get(struct evd_loop *loop, struct evd_loop_stats *st);
 
@@ -278,8 +333,9 @@ int evd_loop_stats_get(struct evd_loop *loop, struct evd_loop_stats *st);
  * records a baseline that later reads subtract, so it is safe while the loop
  * runs. A read on another thread racing it (telemetry's, say) may see some
  * counters from before the reset and some from after, each at least 0.
- * Reset from one thread at a time.
- * @return 0; -EINVAL for NULL.
+ * Reset from one thread at a time (any thread).
+ * @param loop  The loop.
+ * @return 0; -EINVAL for NULL or a destroyed loop.
  */
 int evd_loop_stats_reset(struct evd_loop *loop);
 
@@ -296,8 +352,11 @@ struct evd_mode_event {
  * of two, 64..16777216; 0 turns recording off and frees the ring). The loop
  * thread writes one entry per transition (no lock, no syscall); any thread
  * reads them with evd_loop_trace_read(), e.g. to draw a timeline. Control
- * path: not while the loop runs, nor while another thread reads the trace
- * (turning it off or resizing it frees the ring that reader is copying).
+ * path: any thread while no thread runs the loop, nor while another thread
+ * reads the trace (turning it off or resizing it frees the ring that reader
+ * is copying).
+ * @param loop     The loop.
+ * @param entries  Ring size, or 0.
  * @return 0; -EINVAL (NULL, or entries not a power of two in range);
  *   -EBUSY (the loop runs); -ENOMEM.
  */
@@ -309,26 +368,36 @@ int evd_loop_trace_enable(struct evd_loop *loop, uint32_t entries);
  * Entries the loop overwrote before they were read are skipped and added to
  * *lost (may be NULL; the caller sets it to 0 first, then it counts over
  * successive reads).
+ * @param loop    The loop.
+ * @param cursor  In: the next entry wanted; out: past the last copied.
+ * @param out     Receives the entries.
+ * @param max     Room in @p out.
+ * @param lost    Adds the entries skipped (may be NULL).
  * @return the number copied; -EINVAL (NULL arguments); -ENODATA (recording
  *   is off).
  */
 int evd_loop_trace_read(struct evd_loop *loop, uint64_t *cursor, struct evd_mode_event *out,
 			unsigned int max, uint64_t *lost);
 
-/** Read a source's stats; same rules as evd_loop_stats_get(). */
+/** Read a source's stats; same rules and errors as evd_loop_stats_get(). */
 int evd_source_stats_get(struct evd_source *src, struct evd_source_stats *st);
 
-/** Reset a source's stats; same rules as evd_loop_stats_reset(). */
+/** Reset a source's stats; same rules and errors as evd_loop_stats_reset(). */
 int evd_source_stats_reset(struct evd_source *src);
 
-/** A source's name. */
+/** A source's name (NULL for NULL). Any thread. */
 const char *evd_source_name(const struct evd_source *src);
 
 /**
- * Destroy a source that is on no loop (calls the driver's close op).
- * A ring must be quiescent: no thread may still be in evd_ring_post() or
- * evd_ring_post_burst() on it (see evd_ring_post()).
- * @return 0; -EBUSY if still registered; -EINVAL for NULL.
+ * Destroy a source that is on no loop (calls the driver's close op). Any
+ * thread. A ring must be quiescent: no thread may still be in
+ * evd_ring_post() or evd_ring_post_burst() on it (see evd_ring_post());
+ * posting to a ring while it is destroyed, or destroying a source twice,
+ * is undefined (the poison check catches most: -EINVAL).
+ * @param src  The source.
+ * @return 0; -EBUSY if still registered, or if it still holds completions
+ *   (a ring's events: poll them, or evd_ring_discard()); -EINVAL for NULL
+ *   or a destroyed source.
  */
 int evd_source_destroy(struct evd_source *src);
 
@@ -350,12 +419,14 @@ struct evd_event {
  * not), single consumer (the loop it is added to). Posts are lock-free; the
  * doorbell (an eventfd) is written only when the consumer is armed.
  *
- * @param name     Name for logs and stats (copied, cut to EVD_NAME_MAX - 1; may be NULL).
+ * @param name     Name for logs and stats (copied; under EVD_NAME_MAX bytes; may be NULL).
  * @param size     Capacity in events; rounded up to a power of two, 2..2^24.
  * @param handler  Receives bursts of struct evd_event.
  * @param arg      Passed to the handler.
  * @param out      Receives the source.
- * @return 0; -EINVAL for a bad size or NULL handler; -ENOMEM; eventfd errors.
+ * Any thread.
+ * @return 0; -EINVAL for a bad size, a NULL handler or @p out, or a name of
+ *   EVD_NAME_MAX bytes or more; -ENOMEM; eventfd errors.
  */
 int evd_ring_create(const char *name, uint32_t size, evd_handler_t handler, void *arg,
 		    struct evd_source **out);
@@ -368,22 +439,39 @@ int evd_ring_create(const char *name, uint32_t size, evd_handler_t handler, void
  * application keeps, as for rte_ring_free()). That the loop delivered a
  * producer's last event does not mean the producer has returned: it may
  * still be ringing the doorbell, which it reads from the ring.
+ * @param ring  The ring.
+ * @param ev    The event, copied.
  * @return 0; -ENOBUFS if the ring is full (counted in the source's `full`
  *   stat; the event was not posted); -EINVAL for NULL or a source that is
- *   not a ring.
+ *   not a ring (or a destroyed one, where the poison is still there).
  */
 int evd_ring_post(struct evd_source *ring, const struct evd_event *ev);
 
 /**
  * Post up to @p n events in order. Any thread. Lock-free.
- * @return the number posted (1..n; 0 for n of 0); -ENOBUFS if none fit (counted);
- *   -EINVAL for NULL or a source that is not a ring.
+ * @param ring  The ring.
+ * @param ev    The events, copied.
+ * @param n     How many, at least 1.
+ * @return the number posted (1..n); -ENOBUFS if none fit (counted);
+ *   -EINVAL for NULL, @p n of 0, or a source that is not a ring.
  *   Events past the returned count were not posted.
  */
 int evd_ring_post_burst(struct evd_source *ring, const struct evd_event *ev, unsigned int n);
 
-/** Events currently in the ring (approximate while producers run). */
+/** Events currently in the ring (approximate while producers run); 0 (logged)
+ * for NULL or a source that is not a ring. Any thread. */
 unsigned int evd_ring_count(const struct evd_source *ring);
+
+/**
+ * Drop the events a ring still holds, so that it can be destroyed. Any
+ * thread, while the ring is on no loop; producers may still post (what they
+ * post after it returns stays).
+ * @param ring  The ring.
+ * @return the number of events dropped (logged as a warning when above 0);
+ *   -EINVAL for NULL or a source that is not a ring; -EBUSY if it is on a
+ *   loop.
+ */
+int evd_ring_discard(struct evd_source *ring);
 
 /* ---- File descriptor source ------------------------------------------- */
 
@@ -393,19 +481,24 @@ unsigned int evd_ring_count(const struct evd_source *ring);
  * is readable (or matches @p events); it must consume what it wants.
  * The fd stays owned by the caller. While idle, readiness wakes the loop.
  *
- * @param name    For logs and stats (NULL: "fd"; cut to EVD_NAME_MAX - 1).
+ * @param name    For logs and stats (NULL: "fd"; under EVD_NAME_MAX bytes).
  * @param fd      The fd to watch; it stays the caller's.
  * @param events  epoll events to watch (0 gives EPOLLIN).
  * @param handler Called on the loop thread while the fd is ready.
  * @param arg     The handler's last argument.
  * @param out     The new source, to evd_loop_add().
- * @return 0; -EINVAL for a negative fd, a NULL handler or @p out, or
- *   EPOLLET, EPOLLONESHOT or EPOLLEXCLUSIVE in @p events; -ENOMEM.
+ * Any thread. Closing the fd while the source is registered is an error the
+ * loop survives: its polls fail (counted, logged once a second), and
+ * evd_loop_remove() logs it and drops the fd's epoll entry.
+ * @return 0; -EINVAL for a negative fd, a NULL handler or @p out, a name of
+ *   EVD_NAME_MAX bytes or more, or EPOLLET, EPOLLONESHOT or EPOLLEXCLUSIVE
+ *   in @p events; -ENOMEM.
  */
 int evd_fd_create(const char *name, int fd, uint32_t events, evd_handler_t handler, void *arg,
 		  struct evd_source **out);
 
-/** The epoll events seen by the current call of an fd source's handler. */
+/** The epoll events seen by the current call of an fd source's handler (0 for
+ * a source that is not an fd source). Loop thread. */
 uint32_t evd_fd_revents(const struct evd_source *src);
 
 /* ---- Timers ------------------------------------------------------------ */
@@ -414,7 +507,8 @@ uint32_t evd_fd_revents(const struct evd_source *src);
 typedef void (*evd_timer_cb_t)(struct evd_loop *loop, struct evd_timer *t, void *arg);
 
 /**
- * Start a timer on the loop. Loop thread only (or while not running).
+ * Start a timer on the loop. A control call, as evd_loop_add(): from
+ * another thread while the loop runs, -EBUSY (use evd_loop_call()).
  * A sleep never overshoots the earliest timer deadline.
  *
  * @param loop       The loop whose thread runs the callback.
@@ -423,17 +517,25 @@ typedef void (*evd_timer_cb_t)(struct evd_loop *loop, struct evd_timer *t, void 
  *                   are first + k * period; missed periods are skipped).
  * @param cb         Called on the loop thread at each expiry.
  * @param arg        The callback's last argument.
- * @param out        Receives the handle (may be NULL for a one-shot you never cancel).
- * @return 0; -EINVAL; -ENOMEM.
+ * @param out        Receives the handle, or NULL. A one-shot started with a
+ *                   handle stays allocated after it fires, until
+ *                   evd_timer_cancel() (or evd_loop_destroy()) frees it;
+ *                   one started without is freed when it fires.
+ * @return 0; -EINVAL for a NULL or destroyed loop or NULL @p cb; -EBUSY
+ *   (another thread runs the loop); -ENOMEM.
  */
 int evd_timer_start(struct evd_loop *loop, uint64_t after_ns, uint64_t period_ns,
 		    evd_timer_cb_t cb, void *arg, struct evd_timer **out);
 
 /**
- * Cancel a timer and free it. Loop thread only; safe from any timer callback
- * including the timer's own. A one-shot timer is freed after it fires:
- * do not cancel it after that.
- * @return 0; -EINVAL for NULL or a timer not on this loop.
+ * Cancel a timer and free it: pending, or a one-shot that already fired
+ * (the handle stays valid until this call). A control call, as
+ * evd_loop_add(); safe from any timer callback including the timer's own.
+ * Cancelling a handle twice is undefined, as free() twice is.
+ * @param loop  The loop it was started on.
+ * @param t     The handle evd_timer_start() gave.
+ * @return 0; -EINVAL for NULL, a destroyed loop, or a timer not on this
+ *   loop; -EBUSY (another thread runs the loop).
  */
 int evd_timer_cancel(struct evd_loop *loop, struct evd_timer *t);
 

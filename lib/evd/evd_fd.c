@@ -64,10 +64,12 @@ evd_fd_create(const char *name, int fd, uint32_t events, evd_handler_t handler, 
 	int rc;
 
 	if (out == NULL)
-		return -EINVAL;
+		return EVD_ARG_ERR(-EINVAL, "evd_fd_create %s: out is NULL", name ? name : "");
 	*out = NULL;
-	if (fd < 0 || handler == NULL)
-		return -EINVAL;
+	if (fd < 0)
+		return EVD_ARG_ERR(-EINVAL, "evd_fd_create %s: fd %d", name ? name : "", fd);
+	if (handler == NULL)
+		return EVD_ARG_ERR(-EINVAL, "evd_fd_create %s: handler is NULL", name ? name : "");
 	if (events & (EPOLLET | EPOLLONESHOT | EPOLLEXCLUSIVE)) {
 		EVD_LOG(ERR, "fd source %s: edge/one-shot/exclusive flags not supported",
 			name ? name : "");
@@ -75,7 +77,7 @@ evd_fd_create(const char *name, int fd, uint32_t events, evd_handler_t handler, 
 	}
 	f = calloc(1, sizeof(*f));
 	if (f == NULL)
-		return -ENOMEM;
+		return EVD_ARG_ERR(-ENOMEM, "evd_fd_create %s: no memory", name ? name : "");
 	rc = evd_source_init(&f->src, &fd_ops, name, handler, arg);
 	if (rc < 0) {
 		free(f);

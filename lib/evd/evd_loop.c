@@ -10,6 +10,7 @@
  *   5. wake: poll, ack every ready source exactly once, disarm.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -30,16 +31,21 @@
 
 RTE_LOG_REGISTER(evd__logtype, lib.evd, INFO);
 
-/* How long a source found non-empty after a timeout may take to show the
- * notification it owes before the loop calls the wakeup lost. Covers a
- * producer caught between its enqueue and its doorbell write. */
-#define LOST_WAKEUP_GRACE_MS 2
+/* How long a device's notification may trail the completion it announces
+ * (an interrupt on its way through the kernel) before the loop calls it
+ * lost: judged at the end of a later wait, never by waiting for it. */
+#define OWED_GRACE_NS 2000000ull
+/* The epoll key of the loop's own eventfd (no source slot reaches it). */
+#define WAKE_KEY UINT64_MAX
 /* a source's same op failure is logged once in this long (source_error) */
 #define ERR_LOG_QUIET_NS 1000000000ull
 /* Busy rounds between two reads of the thread CPU clock. */
 #define CPU_SAMPLE_ROUNDS 4096
 #define MAX_BURST 256
 #define LOOP_TIMER_SLACK_NS 1000ul /* evd_loop_run: the thread's timer slack while it runs */
+
+static int hold_take(struct evd_loop *loop, int h);
+static void hold_release(struct evd_loop *loop);
 
 uint64_t
 evd__monotonic_ns(void *arg)
@@ -211,21 +217,29 @@ evd_loop_trace_enable(struct evd_loop *loop, uint32_t entries)
 {
 	struct evd_mode_event *ring = NULL;
 
-	if (loop == NULL || (entries != 0 && (entries < 64 || entries > (1u << 24) ||
-					      (entries & (entries - 1)) != 0)))
+	int rc;
+
+	if (!evd__live_loop(loop, "evd_loop_trace_enable"))
 		return -EINVAL;
-	if (__atomic_load_n(&loop->running, __ATOMIC_ACQUIRE))
-		return -EBUSY;
+	if (entries != 0 && (entries < 64 || entries > (1u << 24) || (entries & (entries - 1)) != 0))
+		return EVD_ARG_ERR(-EINVAL, "evd_loop_trace_enable %s: entries %u not a power of two "
+				   "in 64..16777216", loop->name, entries);
+	rc = hold_take(loop, EVD__CONTROL);
+	if (rc < 0)
+		return EVD_ARG_ERR(rc, "evd_loop_trace_enable %s: the loop is running", loop->name);
 	if (entries != 0) {
 		ring = calloc(entries, sizeof(*ring));
-		if (ring == NULL)
-			return -ENOMEM;
+		if (ring == NULL) {
+			hold_release(loop);
+			return EVD_ARG_ERR(-ENOMEM, "evd_loop_trace_enable %s: no memory", loop->name);
+		}
 	}
 	free(loop->trace);
 	loop->trace = ring;
 	loop->trace_mask = entries ? entries - 1 : 0;
 	__atomic_store_n(&loop->trace_head, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&loop->trace_claim, 0, __ATOMIC_RELEASE);
+	hold_release(loop);
 	return 0;
 }
 
@@ -235,8 +249,11 @@ evd_loop_trace_read(struct evd_loop *loop, uint64_t *cursor, struct evd_mode_eve
 {
 	uint64_t head, size, from, n, head2;
 
-	if (loop == NULL || cursor == NULL || (out == NULL && max > 0))
+	if (!evd__live_loop(loop, "evd_loop_trace_read"))
 		return -EINVAL;
+	if (cursor == NULL || (out == NULL && max > 0))
+		return EVD_ARG_ERR(-EINVAL, "evd_loop_trace_read %s: %s is NULL", loop->name,
+				   cursor == NULL ? "cursor" : "out");
 	if (loop->trace == NULL)
 		return -ENODATA;
 	size = (uint64_t)loop->trace_mask + 1;
@@ -319,37 +336,197 @@ evd_source_report_error(struct evd_source *src, int err)
 	source_error(src->loop, src, "async event", err);
 }
 
+/* ---- who may call what ----------------------------------------------------- */
+
+/* A loop the caller may use: not NULL, not destroyed (cheap to check, and a
+ * use after evd_loop_destroy() most often still finds the poison). */
+bool
+evd__live_loop(const struct evd_loop *loop, const char *call)
+{
+	if (unlikely(loop == NULL)) {
+		EVD_LOG(ERR, "%s: loop is NULL", call);
+		return false;
+	}
+	if (unlikely(loop->magic != EVD__LOOP_MAGIC)) {
+		EVD_LOG(ERR, "%s: %p is not a loop (destroyed?)", call, (const void *)loop);
+		return false;
+	}
+	return true;
+}
+
+static bool
+live_source(const struct evd_source *src, const char *call)
+{
+	if (unlikely(src == NULL)) {
+		EVD_LOG(ERR, "%s: source is NULL", call);
+		return false;
+	}
+	if (unlikely(src->magic != EVD_SOURCE_MAGIC)) {
+		EVD_LOG(ERR, "%s: %p is not a source (destroyed?)", call, (const void *)src);
+		return false;
+	}
+	return true;
+}
+
+static inline bool
+on_owner_thread(const struct evd_loop *loop)
+{
+	return pthread_equal(__atomic_load_n(&loop->owner, __ATOMIC_RELAXED), pthread_self());
+}
+
+/* Take the loop for holder h (run, step or a control call); the owner is
+ * cleared before the loop is given back (hold_release), so a thread never
+ * mistakes another's hold for its own. -EBUSY if another thread runs it,
+ * or this one already holds it. */
+static int
+hold_take(struct evd_loop *loop, int h)
+{
+	for (;;) {
+		int cur = EVD__FREE;
+
+		if (__atomic_compare_exchange_n(&loop->running, &cur, h, false, __ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE)) {
+			__atomic_store_n(&loop->owner, pthread_self(), __ATOMIC_RELAXED);
+			return 0;
+		}
+		/* a control call on another thread holds it for a moment */
+		if (cur != EVD__CONTROL || on_owner_thread(loop))
+			return -EBUSY;
+		sched_yield();
+	}
+}
+
+static void
+hold_release(struct evd_loop *loop)
+{
+	__atomic_store_n(&loop->owner, (pthread_t)0, __ATOMIC_RELAXED);
+	__atomic_store_n(&loop->running, EVD__FREE, __ATOMIC_RELEASE);
+}
+
+/* The rule of the control calls (doc/guides/threads.md): on the thread that
+ * holds the loop (its handlers and callbacks) they act at once; when no
+ * thread holds it they take it for their length; from another thread
+ * while it runs they are refused. Returns 1 if the call took the loop
+ * (give it back with hold_release()), 0 on the loop's own thread, or
+ * -EBUSY, logged with the call's name. */
+int
+evd__control_enter(struct evd_loop *loop, const char *call)
+{
+	int rc;
+
+	if (__atomic_load_n(&loop->running, __ATOMIC_ACQUIRE) != EVD__FREE && on_owner_thread(loop))
+		return 0;
+	rc = hold_take(loop, EVD__CONTROL);
+	if (rc == 0)
+		return 1;
+	EVD_LOG(ERR, "loop %s: %s on a thread that does not run the loop, while it runs: "
+		"refused (evd_loop_call() runs it on the loop's thread)", loop->name, call);
+	return rc;
+}
+
+void
+evd__control_leave(struct evd_loop *loop, int held)
+{
+	if (held > 0)
+		hold_release(loop);
+}
+
+/* Ring the loop's eventfd (a stop, or a call to run): the caller counts
+ * itself in wakers first, so that evd_loop_destroy() waits for the write. */
+static int
+ring_wake(struct evd_loop *loop)
+{
+	uint64_t one = 1;
+
+	if (write(loop->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		return -errno;
+	return 0;
+}
+
+/* Run the calls queued by evd_loop_call(), oldest first; on the thread that
+ * holds the loop, between two rounds. */
+static void
+run_calls(struct evd_loop *loop)
+{
+	struct evd__call *c = __atomic_exchange_n(&loop->calls, NULL, __ATOMIC_ACQUIRE), *fifo = NULL;
+
+	while (c != NULL) { /* the stack is newest first */
+		struct evd__call *next = c->next;
+
+		c->next = fifo;
+		fifo = c;
+		c = next;
+	}
+	while (fifo != NULL) {
+		struct evd__call *next = fifo->next;
+
+		fifo->fn(loop, fifo->arg);
+		free(fifo);
+		fifo = next;
+	}
+}
+
+int
+evd_loop_call(struct evd_loop *loop, void (*fn)(struct evd_loop *loop, void *arg), void *arg)
+{
+	struct evd__call *c;
+	int rc;
+
+	if (!evd__live_loop(loop, "evd_loop_call"))
+		return -EINVAL;
+	if (fn == NULL)
+		return EVD_ARG_ERR(-EINVAL, "evd_loop_call %s: fn is NULL", loop->name);
+	c = malloc(sizeof(*c));
+	if (c == NULL)
+		return EVD_ARG_ERR(-ENOMEM, "evd_loop_call %s: no memory", loop->name);
+	c->fn = fn;
+	c->arg = arg;
+	__atomic_fetch_add(&loop->wakers, 1, __ATOMIC_SEQ_CST);
+	c->next = __atomic_load_n(&loop->calls, __ATOMIC_RELAXED);
+	/* release: the loop that takes the stack sees the message written */
+	while (!__atomic_compare_exchange_n(&loop->calls, &c->next, c, true, __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED))
+		;
+	/* after the push: a loop that drained the eventfd before this write
+	 * finds it readable at its next wait, and takes the call first */
+	rc = ring_wake(loop);
+	__atomic_fetch_sub(&loop->wakers, 1, __ATOMIC_RELEASE);
+	if (rc < 0)
+		EVD_LOG(ERR, "loop %s: evd_loop_call: wake eventfd: %s (the call runs at the "
+			"loop's next round)", loop->name, strerror(-rc));
+	return 0;
+}
+
 /* ---- creation ------------------------------------------------------------ */
 
 int
 evd_loop_create(const struct evd_loop_conf *conf, struct evd_loop **out)
 {
 	static const struct evd_loop_conf defaults;
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = WAKE_KEY };
 	struct evd_loop *loop;
 	int rc;
 
 	if (out == NULL)
-		return -EINVAL;
+		return EVD_ARG_ERR(-EINVAL, "evd_loop_create: out is NULL");
 	*out = NULL;
 	if (conf == NULL)
 		conf = &defaults;
-	if (conf->name != NULL && strnlen(conf->name, EVD_NAME_MAX) >= EVD_NAME_MAX) {
-		EVD_LOG(ERR, "loop name longer than %d bytes", EVD_NAME_MAX - 1);
-		return -EINVAL;
-	}
-	if (conf->burst > MAX_BURST) {
-		EVD_LOG(ERR, "burst %u exceeds %d", conf->burst, MAX_BURST);
-		return -EINVAL;
-	}
+	if (conf->name != NULL && strnlen(conf->name, EVD_NAME_MAX) >= EVD_NAME_MAX)
+		return EVD_ARG_ERR(-EINVAL, "evd_loop_create: name longer than %d bytes",
+				   EVD_NAME_MAX - 1);
+	if (conf->burst > MAX_BURST)
+		return EVD_ARG_ERR(-EINVAL, "evd_loop_create: burst %u exceeds %d", conf->burst,
+				   MAX_BURST);
 	if (conf->clock != NULL && conf->clock->now_ns == NULL)
-		return -EINVAL;
+		return EVD_ARG_ERR(-EINVAL, "evd_loop_create: clock->now_ns is NULL");
 
 	loop = calloc(1, sizeof(*loop));
 	if (loop == NULL)
 		return -ENOMEM;
 	loop->epfd = -1;
-	loop->stop_fd = -1;
+	loop->wake_fd = -1;
+	loop->free_key = UINT32_MAX;
 	snprintf(loop->name, sizeof(loop->name), "%s", conf->name ? conf->name : "evd");
 	if (conf->clock != NULL) {
 		loop->clock = *conf->clock;
@@ -375,15 +552,16 @@ evd_loop_create(const struct evd_loop_conf *conf, struct evd_loop **out)
 		goto fail;
 
 	loop->epfd = epoll_create1(EPOLL_CLOEXEC);
-	loop->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (loop->epfd < 0 || loop->stop_fd < 0 ||
-	    epoll_ctl(loop->epfd, EPOLL_CTL_ADD, loop->stop_fd, &ev) < 0) {
+	loop->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (loop->epfd < 0 || loop->wake_fd < 0 ||
+	    epoll_ctl(loop->epfd, EPOLL_CTL_ADD, loop->wake_fd, &ev) < 0) {
 		rc = -errno;
 		goto fail;
 	}
 	loop->mode = EVD_MODE_POLL;
 	loop->mode_mark_ns = evd__now(loop);
 	loop->last_event_ns = loop->mode_mark_ns;
+	loop->magic = EVD__LOOP_MAGIC;
 	evd__registry_add(loop);
 	EVD_LOG(DEBUG, "loop %s (telemetry id %u) created, policy %s, clock %s", loop->name,
 		loop->id, loop->policy.ops->name, evd__clock_name(loop));
@@ -394,8 +572,8 @@ fail:
 		evd__policy_destroy(&loop->policy);
 	if (loop->epfd >= 0)
 		close(loop->epfd);
-	if (loop->stop_fd >= 0)
-		close(loop->stop_fd);
+	if (loop->wake_fd >= 0)
+		close(loop->wake_fd);
 	free(loop);
 	return rc;
 }
@@ -403,26 +581,34 @@ fail:
 int
 evd_loop_destroy(struct evd_loop *loop)
 {
-	if (loop == NULL)
-		return -EINVAL;
-	if (loop->n_src > 0 || __atomic_load_n(&loop->running, __ATOMIC_ACQUIRE))
-		return -EBUSY;
-	/* an evd_loop_stop() on another thread may still be ringing the
-	 * doorbell of the stop that let the loop return: let it finish */
-	while (__atomic_load_n(&loop->stoppers, __ATOMIC_ACQUIRE) != 0)
-		sched_yield();
-	evd__registry_remove(loop);
-	while (loop->timers.n > 0) {
-		struct evd_timer *t = loop->timers.heap[0];
+	int held;
 
-		evd__timers_remove(&loop->timers, t);
-		free(t);
+	if (!evd__live_loop(loop, "evd_loop_destroy"))
+		return -EINVAL;
+	held = hold_take(loop, EVD__CONTROL);
+	if (held < 0)
+		return EVD_ARG_ERR(held, "evd_loop_destroy %s: the loop is running", loop->name);
+	/* the calls still queued run here, so that what they hold is released */
+	run_calls(loop);
+	if (loop->n_src > 0) {
+		hold_release(loop);
+		return EVD_ARG_ERR(-EBUSY, "evd_loop_destroy %s: %u sources still on it", loop->name,
+				   loop->n_src);
 	}
-	free(loop->timers.heap);
+	/* an evd_loop_stop() or evd_loop_call() on another thread may still be
+	 * ringing the doorbell: let it finish */
+	while (__atomic_load_n(&loop->wakers, __ATOMIC_ACQUIRE) != 0)
+		sched_yield();
+	/* a call queued meanwhile is run, not leaked */
+	run_calls(loop);
+	loop->magic = 0;
+	evd__registry_remove(loop);
+	evd__timers_free(&loop->timers);
 	evd__policy_destroy(&loop->policy);
 	close(loop->epfd);
-	close(loop->stop_fd);
+	close(loop->wake_fd);
 	free(loop->src);
+	free(loop->keys);
 	free(loop->trace);
 	free(loop);
 	return 0;
@@ -452,9 +638,16 @@ int
 evd_source_init(struct evd_source *src, const struct evd_source_ops *ops, const char *name,
 		evd_handler_t handler, void *arg)
 {
-	if (src == NULL || ops == NULL || ops->poll == NULL || handler == NULL)
-		return -EINVAL;
+	if (src == NULL || ops == NULL || ops->poll == NULL)
+		return EVD_ARG_ERR(-EINVAL, "evd_source_init %s: %s is NULL", name ? name : "",
+				   src == NULL ? "src" : ops == NULL ? "ops" : "ops->poll");
+	if (handler == NULL)
+		return EVD_ARG_ERR(-EINVAL, "evd_source_init %s: handler is NULL", name ? name : "");
+	if (name != NULL && strnlen(name, EVD_NAME_MAX) >= EVD_NAME_MAX)
+		return EVD_ARG_ERR(-EINVAL, "evd_source_init: name %.*s... longer than %d bytes",
+				   EVD_NAME_MAX - 1, name, EVD_NAME_MAX - 1);
 	memset(src, 0, sizeof(*src));
+	src->magic = EVD_SOURCE_MAGIC;
 	src->ops = ops;
 	src->handler = handler;
 	src->handler_arg = arg;
@@ -472,71 +665,180 @@ evd_source_name(const struct evd_source *src)
 int
 evd_source_destroy(struct evd_source *src)
 {
-	if (src == NULL)
+	const struct evd_source_ops *ops;
+	unsigned int q;
+
+	if (!live_source(src, "evd_source_destroy"))
 		return -EINVAL;
 	if (src->loop != NULL)
-		return -EBUSY;
-	if (src->ops->close != NULL)
-		src->ops->close(src);
+		return EVD_ARG_ERR(-EBUSY, "evd_source_destroy %s: still on loop %s", src->name,
+				   src->loop->name);
+	ops = src->ops;
+	q = ops->queued != NULL ? ops->queued(src) : 0;
+	if (q > 0)
+		return EVD_ARG_ERR(-EBUSY, "evd_source_destroy %s: %u completions still queued "
+				   "(poll them, or drop them: evd_ring_discard())", src->name, q);
+	src->magic = 0;
+	if (ops->close != NULL)
+		ops->close(src);
 	return 0;
+}
+
+/* The source's epoll key: its slot, and the slot's generation above it. */
+static inline uint64_t
+key_of(const struct evd_loop *loop, const struct evd_source *s)
+{
+	return (uint64_t)loop->keys[s->key].gen << 32 | s->key;
+}
+
+/* The source a ready key names, or NULL for an entry that outlived its
+ * source. */
+static inline struct evd_source *
+key_source(const struct evd_loop *loop, uint64_t key)
+{
+	uint32_t slot = (uint32_t)key;
+
+	if (slot >= loop->n_keys || loop->keys[slot].gen != (uint32_t)(key >> 32))
+		return NULL;
+	return loop->keys[slot].src;
+}
+
+static void
+key_take(struct evd_loop *loop, struct evd_source *s)
+{
+	uint32_t k = loop->free_key;
+
+	if (k != UINT32_MAX)
+		loop->free_key = loop->keys[k].next_free;
+	else
+		k = loop->n_keys++; /* never past cap_src: a slot per source at most */
+	loop->keys[k].src = s;
+	s->key = k;
+}
+
+static void
+key_give_back(struct evd_loop *loop, struct evd_source *s)
+{
+	struct evd__key_slot *k = &loop->keys[s->key];
+
+	k->src = NULL;
+	k->gen++; /* what epoll still holds under the old key names no one */
+	k->next_free = loop->free_key;
+	loop->free_key = s->key;
+}
+
+static int
+watch(struct evd_loop *loop, int epfd, struct evd_source *s)
+{
+	struct epoll_event ev = {
+		.events = s->epoll_events ? s->epoll_events : EPOLLIN,
+		.data.u64 = key_of(loop, s),
+	};
+
+	return epoll_ctl(epfd, EPOLL_CTL_ADD, s->notify_fd, &ev) < 0 ? -errno : 0;
+}
+
+/* An entry EPOLL_CTL_DEL could not reach (its fd was closed while the
+ * source was registered; a dup elsewhere keeps the file, and the entry
+ * firing): replace the loop's epoll set by one with only the entries it
+ * should have. A source whose fd is gone too becomes poll-only. */
+static void
+epoll_rebuild(struct evd_loop *loop)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = WAKE_KEY };
+	int fd = epoll_create1(EPOLL_CLOEXEC);
+
+	if (fd < 0 || epoll_ctl(fd, EPOLL_CTL_ADD, loop->wake_fd, &ev) < 0) {
+		EVD_LOG(ERR, "loop %s: epoll set not rebuilt: %s", loop->name, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	for (uint32_t i = 0; i < loop->n_src; i++) {
+		struct evd_source *s = loop->src[i];
+		int rc;
+
+		if (!s->has_fd || (rc = watch(loop, fd, s)) == 0)
+			continue;
+		source_error(loop, s, "epoll_ctl(ADD) of its fd", rc);
+		s->has_fd = 0;
+		s->notify_fd = -1;
+		s->armed = EVD_ARM_NONE;
+		loop->n_poll_only++;
+	}
+	/* dup3 closes the old set in the same step: its stale entry goes with it */
+	if (dup3(fd, loop->epfd, O_CLOEXEC) < 0)
+		EVD_LOG(ERR, "loop %s: epoll set not replaced: %s", loop->name, strerror(errno));
+	close(fd);
+	EVD_LOG(WARNING, "loop %s: epoll set rebuilt without an entry whose fd was closed while "
+		"registered", loop->name);
 }
 
 int
 evd_loop_add(struct evd_loop *loop, struct evd_source *src)
 {
-	struct epoll_event ev;
-	int fd = -1;
+	int fd = -1, held, rc = 0;
 
-	if (loop == NULL || src == NULL || src->ops == NULL || src->ops->poll == NULL ||
-	    src->handler == NULL) {
-		EVD_LOG(ERR, "loop %s: add: source without ops, poll op or handler",
-			loop ? loop->name : "?");
+	if (!evd__live_loop(loop, "evd_loop_add") || !live_source(src, "evd_loop_add"))
 		return -EINVAL;
-	}
+	if (src->ops == NULL || src->ops->poll == NULL || src->handler == NULL)
+		return EVD_ARG_ERR(-EINVAL, "evd_loop_add %s: source %s without poll op or handler",
+				   loop->name, src->name);
 	if (src->loop != NULL)
-		return -EINVAL;
+		return EVD_ARG_ERR(-EINVAL, "evd_loop_add %s: source %s is already on loop %s",
+				   loop->name, src->name, src->loop->name);
+	held = evd__control_enter(loop, "evd_loop_add");
+	if (held < 0)
+		return held;
 	if (src->ops->fd != NULL) {
 		fd = src->ops->fd(src);
 		if (fd < 0 && fd != -ENOTSUP) {
 			EVD_LOG(ERR, "loop %s: source %s: fd op failed: %s", loop->name, src->name,
 				strerror(-fd));
-			return fd;
+			rc = fd;
+			goto out;
 		}
 	}
 	if (loop->n_src == loop->cap_src) {
 		uint32_t cap = loop->cap_src ? loop->cap_src * 2 : 8;
 		struct evd_source **a;
+		struct evd__key_slot *k = realloc(loop->keys, cap * sizeof(*k));
 
+		if (k != NULL)
+			loop->keys = k;
 		evd__registry_lock();
-		a = realloc(loop->src, cap * sizeof(*a));
+		a = k != NULL ? realloc(loop->src, cap * sizeof(*a)) : NULL;
 		if (a != NULL) {
 			loop->src = a;
 			loop->cap_src = cap;
 		}
 		evd__registry_unlock();
-		if (a == NULL)
-			return -ENOMEM;
+		if (a == NULL) {
+			rc = -ENOMEM;
+			goto out;
+		}
 	}
+	key_take(loop, src);
 	if (fd >= 0) {
-		ev.events = src->epoll_events ? src->epoll_events : EPOLLIN;
-		ev.data.ptr = src;
-		if (epoll_ctl(loop->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
-			int rc = -errno;
-
+		src->notify_fd = fd;
+		rc = watch(loop, loop->epfd, src);
+		if (rc < 0) {
 			EVD_LOG(ERR, "loop %s: source %s: epoll_ctl(ADD, %d): %s", loop->name,
 				src->name, fd, strerror(-rc));
-			return rc;
+			key_give_back(loop, src);
+			src->notify_fd = -1;
+			goto out;
 		}
 		src->has_fd = 1;
-		src->notify_fd = fd;
 	} else {
 		src->has_fd = 0;
 		src->notify_fd = -1;
 		loop->n_poll_only++;
 	}
-	src->armed = 0;
+	src->armed = EVD_ARM_NONE;
 	src->woken = 0;
 	src->removing = 0;
+	src->owed_since_ns = 0;
 	src->index = loop->n_src;
 	src->id = loop->next_src_id++;
 	/* per-source counts start now, for every source: with one source the
@@ -550,7 +852,9 @@ evd_loop_add(struct evd_loop *loop, struct evd_source *src)
 	evd__registry_unlock();
 	EVD_LOG(DEBUG, "loop %s: added %s source %s%s", loop->name, src->ops->kind ? src->ops->kind : "",
 		src->name, fd < 0 ? " (poll-only)" : "");
-	return 0;
+out:
+	evd__control_leave(loop, held);
+	return rc;
 }
 
 static void
@@ -558,7 +862,8 @@ disarm(struct evd_source *s)
 {
 	if (!s->armed)
 		return;
-	s->armed = 0;
+	s->armed = EVD_ARM_NONE;
+	s->owed_since_ns = 0;
 	if (s->ops->disarm != NULL) {
 		int rc = s->ops->disarm(s);
 
@@ -567,12 +872,22 @@ disarm(struct evd_source *s)
 	}
 }
 
+/* Whether a notification fd is readable now (never waits). */
 static bool
-fd_ready(int fd, int timeout_ms)
+fd_ready(int fd)
 {
 	struct pollfd p = { .fd = fd, .events = POLLIN };
 
-	return poll(&p, 1, timeout_ms) > 0 && (p.revents & POLLIN);
+	return poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
+}
+
+static void
+ack_one(struct evd_loop *loop, struct evd_source *s)
+{
+	int rc = s->ops->ack != NULL ? s->ops->ack(s) : 0;
+
+	if (rc < 0 && rc != -EAGAIN)
+		source_error(loop, s, "ack", rc);
 }
 
 static void
@@ -587,16 +902,19 @@ detach(struct evd_loop *loop, struct evd_source *s)
 	 * notification would stay in the removed source. */
 	disarm(s);
 	if (s->has_fd) {
-		if (s->ops->ack != NULL && fd_ready(s->notify_fd, 0)) {
-			int rc = s->ops->ack(s);
-
-			if (rc < 0 && rc != -EAGAIN)
-				source_error(loop, s, "ack", rc);
+		if (s->ops->ack != NULL && fd_ready(s->notify_fd))
+			ack_one(loop, s);
+		if (epoll_ctl(loop->epfd, EPOLL_CTL_DEL, s->notify_fd, NULL) < 0) {
+			EVD_LOG(WARNING, "loop %s: source %s: fd %d was closed while registered "
+				"(EPOLL_CTL_DEL: %s)", loop->name, s->name, s->notify_fd,
+				strerror(errno));
+			s->has_fd = 0; /* out of the rebuilt set */
+			epoll_rebuild(loop);
 		}
-		epoll_ctl(loop->epfd, EPOLL_CTL_DEL, s->notify_fd, NULL);
 	} else {
 		loop->n_poll_only--;
 	}
+	key_give_back(loop, s);
 	evd__registry_lock();
 	loop->src[i] = loop->src[--loop->n_src];
 	loop->src[i]->index = i;
@@ -609,15 +927,24 @@ detach(struct evd_loop *loop, struct evd_source *s)
 int
 evd_loop_remove(struct evd_loop *loop, struct evd_source *src)
 {
-	if (loop == NULL || src == NULL || src->loop != loop)
+	int held;
+
+	if (!evd__live_loop(loop, "evd_loop_remove") || !live_source(src, "evd_loop_remove"))
 		return -EINVAL;
+	if (src->loop != loop)
+		return EVD_ARG_ERR(-EINVAL, "evd_loop_remove %s: source %s is not on it", loop->name,
+				   src->name);
+	held = evd__control_enter(loop, "evd_loop_remove");
+	if (held < 0)
+		return held;
 	if (loop->in_round) {
 		/* Called from a handler: the round is iterating the table. */
 		src->removing = 1;
 		loop->pending_removal = true;
-		return 0;
+	} else {
+		detach(loop, src);
 	}
-	detach(loop, src);
+	evd__control_leave(loop, held);
 	return 0;
 }
 
@@ -686,16 +1013,16 @@ arm_all(struct evd_loop *loop)
 		if (!s->has_fd || s->armed)
 			continue;
 		if (s->ops->arm == NULL) {
-			s->armed = 2; /* level-triggered fd: always armed */
+			s->armed = EVD_ARM_LEVEL;
 			continue;
 		}
 		rc = s->ops->arm(s);
 		if (rc == 0) {
-			s->armed = 1;
+			s->armed = EVD_ARM_ONCE;
 			EVD_STAT_ADD(s->stats.arms, 1);
 			EVD_STAT_ADD(loop->stats.arms, 1);
 		} else if (rc == -ENOTSUP) {
-			s->armed = 2; /* the fd is always armed (e.g. tap) */
+			s->armed = EVD_ARM_LEVEL; /* e.g. tap */
 		} else {
 			source_error(loop, s, "arm", rc);
 			all = false;
@@ -704,11 +1031,14 @@ arm_all(struct evd_loop *loop)
 	return all;
 }
 
+/* Leave interrupt mode; a source that owes a notification stays armed so
+ * that it can still arrive (owed_judge). */
 static void
 disarm_all(struct evd_loop *loop)
 {
 	for (uint32_t i = 0; i < loop->n_src; i++)
-		disarm(loop->src[i]);
+		if (loop->src[i]->owed_since_ns == 0)
+			disarm(loop->src[i]);
 }
 
 /* epoll_pwait2 failed with ENOSYS or EPERM once: the kernel predates 5.11,
@@ -764,14 +1094,20 @@ wait_ready(struct evd_loop *loop, uint64_t timeout_ns, bool nap)
 		return EVD_WAKE_NOTIFY;
 	}
 	for (int i = 0; i < n; i++) {
-		struct evd_source *s = evs[i].data.ptr;
+		struct evd_source *s;
 
-		if (s == NULL) {
+		if (evs[i].data.u64 == WAKE_KEY) {
 			uint64_t v;
 
-			if (read(loop->stop_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-				EVD_LOG(ERR, "loop %s: stop eventfd: %s", loop->name, strerror(errno));
-			why = EVD_WAKE_STOP;
+			if (read(loop->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+				EVD_LOG(ERR, "loop %s: wake eventfd: %s", loop->name, strerror(errno));
+			if (__atomic_load_n(&loop->stop, __ATOMIC_ACQUIRE))
+				why = EVD_WAKE_STOP;
+			continue;
+		}
+		s = key_source(loop, evs[i].data.u64);
+		if (unlikely(s == NULL)) {
+			epoll_rebuild(loop); /* a stale entry: it would fire again */
 			continue;
 		}
 		s->woken = 1;
@@ -811,6 +1147,7 @@ settle_woken(struct evd_loop *loop, enum evd_wake_reason why, uint32_t found)
 		if (!s->woken)
 			continue;
 		any_woken = true;
+		s->owed_since_ns = 0; /* a late notification came */
 		if (s->stats.events == s->events_at_sleep)
 			EVD_STAT_ADD(s->stats.spurious_wakeups, 1);
 		s->woken = 0;
@@ -819,39 +1156,65 @@ settle_woken(struct evd_loop *loop, enum evd_wake_reason why, uint32_t found)
 		EVD_STAT_ADD(loop->stats.spurious_wakeups, 1);
 }
 
-/* After a sleep: armed sources that hold completions after a timeout
- * without a pending notification lost a wakeup; the woken ones are
- * settled. Then leave interrupt mode (disarm). */
 static void
-after_wake(struct evd_loop *loop, enum evd_wake_reason why, uint32_t found)
+count_lost_wakeup(struct evd_loop *loop, struct evd_source *s)
 {
-	for (uint32_t i = 0; why == EVD_WAKE_TIMEOUT && i < loop->n_src; i++) {
+	EVD_STAT_ADD(s->stats.lost_wakeups, 1);
+	EVD_STAT_ADD(loop->stats.lost_wakeups, 1);
+	EVD_LOG(WARNING, "loop %s: source %s: lost wakeup (completions queued before the arm, "
+		"no notification)", loop->name, s->name);
+}
+
+/* An armed source found completions after a timed-out sleep and its fd did
+ * not wake the loop. Its notification may still be on its way: a ring says
+ * so at once (a producer between publishing and ringing, however long it
+ * is held: notify_pending); a device's gets OWED_GRACE_NS, judged at the
+ * end of a later wait with the source left armed, never by waiting here.
+ * Only one that can no longer come is a lost wakeup. */
+static void
+judge_silence(struct evd_loop *loop, struct evd_source *s, uint64_t now)
+{
+	/* before the fd: a producer done with its doorbell step has written
+	 * it by the time notify_pending says so */
+	bool pending = s->ops->notify_pending != NULL && s->ops->notify_pending(s);
+
+	if (fd_ready(s->notify_fd))
+		ack_one(loop, s);
+	else if (s->ops->notify_pending == NULL)
+		s->owed_since_ns = now != 0 ? now : 1;
+	else if (!pending)
+		count_lost_wakeup(loop, s);
+}
+
+/* A notification owed since an earlier wait: it came (the fd woke the loop:
+ * settle_woken clears the debt; or it is ready now), or the grace is over
+ * and it is lost. */
+static void
+owed_judge(struct evd_loop *loop, struct evd_source *s, uint64_t now)
+{
+	if (!s->woken && now - s->owed_since_ns >= OWED_GRACE_NS) {
+		s->owed_since_ns = 0;
+		if (fd_ready(s->notify_fd))
+			ack_one(loop, s);
+		else
+			count_lost_wakeup(loop, s);
+	}
+}
+
+/* After a sleep: judge the armed sources that hold completions after a
+ * timeout with no notification seen, and the notifications still owed from
+ * earlier waits; settle the woken ones; leave interrupt mode (disarm). */
+static void
+after_wake(struct evd_loop *loop, enum evd_wake_reason why, uint32_t found, uint64_t now)
+{
+	for (uint32_t i = 0; i < loop->n_src; i++) {
 		struct evd_source *s = loop->src[i];
 
-		if (!s->woken && s->armed == 1 && s->stats.events != s->events_at_sleep) {
-			/* Explicitly armed, completions found, the wait timed out:
-			 * the notification must show up, late at worst (raced
-			 * with the timeout); consume it now. Level fds need no
-			 * such check: the kernel reports their content. A ring
-			 * tells whether a producer took its doorbell: then it is
-			 * owed (that producer was descheduled before the write,
-			 * however long), and the next sleep takes it. */
-			bool owed = evd__ring_doorbell_owed(s);
-
-			if (fd_ready(s->notify_fd, owed ? 0 : LOST_WAKEUP_GRACE_MS)) {
-				int rc = s->ops->ack != NULL ? s->ops->ack(s) : 0;
-
-				if (rc < 0 && rc != -EAGAIN)
-					source_error(loop, s, "ack", rc);
-				continue;
-			}
-			if (owed)
-				continue;
-			EVD_STAT_ADD(s->stats.lost_wakeups, 1);
-			EVD_STAT_ADD(loop->stats.lost_wakeups, 1);
-			EVD_LOG(WARNING, "loop %s: source %s: lost wakeup (completions found after "
-				"a timeout, no notification)", loop->name, s->name);
-		}
+		if (s->owed_since_ns != 0)
+			owed_judge(loop, s, now);
+		else if (why == EVD_WAKE_TIMEOUT && !s->woken && s->armed == EVD_ARM_ONCE &&
+			 s->stats.events != s->events_at_sleep)
+			judge_silence(loop, s, now);
 	}
 	settle_woken(loop, why, found);
 	disarm_all(loop);
@@ -927,7 +1290,7 @@ after_wait(struct evd_loop *loop, uint64_t t0, enum evd_wake_reason why, bool na
 	if (nap)
 		settle_woken(loop, why, n);
 	else
-		after_wake(loop, why, n);
+		after_wake(loop, why, n, t1);
 	if (n > 0)
 		note_events(loop, t1, n);
 	return n;
@@ -1020,8 +1383,7 @@ nap_protocol(struct evd_loop *loop, uint64_t ns, uint64_t now)
 	return (int)after_wait(loop, now, why, true);
 }
 
-/* One step; the caller holds loop->running (evd_loop_run: 1, a step of
- * evd_loop_step: 2). */
+/* One step; the caller holds the loop (EVD__RUN or EVD__STEP). */
 static int
 loop_step(struct evd_loop *loop)
 {
@@ -1032,6 +1394,8 @@ loop_step(struct evd_loop *loop)
 
 	if (unlikely(__atomic_load_n(&loop->stop, __ATOMIC_ACQUIRE)))
 		return -ESHUTDOWN;
+	if (unlikely(__atomic_load_n(&loop->calls, __ATOMIC_RELAXED) != NULL))
+		run_calls(loop);
 
 	now = evd__now(loop);
 	if (loop->timers.n > 0 && evd__timers_next(&loop->timers) <= now)
@@ -1094,32 +1458,32 @@ out:
 int
 evd_loop_step(struct evd_loop *loop)
 {
-	int expected = 0, rc;
+	int rc;
 
-	if (unlikely(loop == NULL))
+	if (unlikely(!evd__live_loop(loop, "evd_loop_step")))
 		return -EINVAL;
 	/* one step at a time: not beside evd_loop_run() on another thread (two
 	 * threads in one ring's consumer side), not from the step's own
 	 * handlers or callbacks (a nested round) */
-	if (unlikely(!__atomic_compare_exchange_n(&loop->running, &expected, 2, false,
-						  __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)))
-		return -EBUSY;
+	rc = hold_take(loop, EVD__STEP);
+	if (unlikely(rc < 0))
+		return EVD_ARG_ERR(rc, "evd_loop_step %s: the loop is running, or this is a "
+				   "step's own callback", loop->name);
 	rc = loop_step(loop);
-	__atomic_store_n(&loop->running, 0, __ATOMIC_RELEASE);
+	hold_release(loop);
 	return rc;
 }
 
 int
 evd_loop_run(struct evd_loop *loop)
 {
-	int expected = 0;
 	int rc, slack;
 
-	if (loop == NULL)
+	if (!evd__live_loop(loop, "evd_loop_run"))
 		return -EINVAL;
-	if (!__atomic_compare_exchange_n(&loop->running, &expected, 1, false, __ATOMIC_ACQ_REL,
-					 __ATOMIC_RELAXED))
-		return -EBUSY;
+	rc = hold_take(loop, EVD__RUN);
+	if (rc < 0)
+		return EVD_ARG_ERR(rc, "evd_loop_run %s: the loop is already running", loop->name);
 	loop->cpu_last = thread_cpu_ns();
 	loop->cpu_thread = pthread_self();
 	/* time between runs is nobody's: start the mode clock afresh */
@@ -1138,29 +1502,28 @@ evd_loop_run(struct evd_loop *loop)
 	set_mode(loop, EVD_MODE_POLL, evd__now(loop));
 	cpu_sample(loop);
 	loop->cpu_last = 0;
-	__atomic_store_n(&loop->running, 0, __ATOMIC_RELEASE);
+	hold_release(loop);
 	return rc == -ESHUTDOWN ? 0 : rc;
 }
 
 int
 evd_loop_stop(struct evd_loop *loop)
 {
-	uint64_t one = 1;
-	int rc = 0;
+	int rc;
 
-	if (loop == NULL)
+	/* no log line: this must stay async-signal-safe */
+	if (loop == NULL || loop->magic != EVD__LOOP_MAGIC)
 		return -EINVAL;
 	/* Once the flag is set the loop may return and its owner destroy it,
 	 * while this call still rings the doorbell: evd_loop_destroy() waits
 	 * for the calls under way, counted here, to end (the decrement is the
 	 * last access to the loop). */
-	__atomic_fetch_add(&loop->stoppers, 1, __ATOMIC_SEQ_CST);
+	__atomic_fetch_add(&loop->wakers, 1, __ATOMIC_SEQ_CST);
 	/* The flag first, then the doorbell: a loop about to sleep either
 	 * sees the flag or finds the eventfd readable. */
 	__atomic_store_n(&loop->stop, 1, __ATOMIC_RELEASE);
-	if (write(loop->stop_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		rc = -errno;
-	__atomic_fetch_sub(&loop->stoppers, 1, __ATOMIC_RELEASE);
+	rc = ring_wake(loop);
+	__atomic_fetch_sub(&loop->wakers, 1, __ATOMIC_RELEASE);
 	return rc;
 }
 
@@ -1168,14 +1531,19 @@ int
 evd_loop_resume(struct evd_loop *loop)
 {
 	uint64_t v;
+	int rc;
 
-	if (loop == NULL)
+	if (!evd__live_loop(loop, "evd_loop_resume"))
 		return -EINVAL;
-	if (__atomic_load_n(&loop->running, __ATOMIC_ACQUIRE))
-		return -EBUSY;
+	rc = hold_take(loop, EVD__CONTROL);
+	if (rc < 0)
+		return EVD_ARG_ERR(rc, "evd_loop_resume %s: the loop is running", loop->name);
 	__atomic_store_n(&loop->stop, 0, __ATOMIC_RELEASE);
-	while (read(loop->stop_fd, &v, sizeof(v)) > 0)
+	/* a call's doorbell read here is not lost: the next step runs the
+	 * calls before it waits */
+	while (read(loop->wake_fd, &v, sizeof(v)) > 0)
 		;
+	hold_release(loop);
 	return 0;
 }
 
@@ -1244,8 +1612,10 @@ evd_loop_stats_get(struct evd_loop *loop, struct evd_loop_stats *st)
 	struct evd_loop_stats *d = st;
 	const struct evd_loop_stats *b;
 
-	if (loop == NULL || st == NULL)
+	if (!evd__live_loop(loop, "evd_loop_stats_get"))
 		return -EINVAL;
+	if (st == NULL)
+		return EVD_ARG_ERR(-EINVAL, "evd_loop_stats_get %s: st is NULL", loop->name);
 	loop_stats_read(&loop->stats, d);
 	b = &loop->stats_base;
 	SUB(polls); SUB(empty_polls); SUB(events); SUB(arms); SUB(repoll_hits); SUB(sleeps);
@@ -1262,8 +1632,10 @@ evd_source_stats_get(struct evd_source *src, struct evd_source_stats *st)
 	struct evd_source_stats *d = st;
 	const struct evd_source_stats *b;
 
-	if (src == NULL || st == NULL)
+	if (!live_source(src, "evd_source_stats_get"))
 		return -EINVAL;
+	if (st == NULL)
+		return EVD_ARG_ERR(-EINVAL, "evd_source_stats_get %s: st is NULL", src->name);
 	source_stats_read(&src->stats, d);
 	b = &src->stats_base;
 	SUB(polls); SUB(empty_polls); SUB(events); SUB(arms); SUB(repoll_hits); SUB(wakeups);
@@ -1274,7 +1646,7 @@ evd_source_stats_get(struct evd_source *src, struct evd_source_stats *st)
 int
 evd_loop_stats_reset(struct evd_loop *loop)
 {
-	if (loop == NULL)
+	if (!evd__live_loop(loop, "evd_loop_stats_reset"))
 		return -EINVAL;
 	loop_stats_read(&loop->stats, &loop->stats_base);
 	return 0;
@@ -1283,7 +1655,7 @@ evd_loop_stats_reset(struct evd_loop *loop)
 int
 evd_source_stats_reset(struct evd_source *src)
 {
-	if (src == NULL)
+	if (!live_source(src, "evd_source_stats_reset"))
 		return -EINVAL;
 	source_stats_read(&src->stats, &src->stats_base);
 	return 0;

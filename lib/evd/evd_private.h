@@ -19,6 +19,9 @@ extern int evd__logtype;
 #define EVD_LOG(level, fmt, ...) \
 	rte_log(RTE_LOG_##level, evd__logtype, "EVD: " fmt "\n", ##__VA_ARGS__)
 
+/* A refused call: one ERR line naming the argument, then rc (an errno). */
+#define EVD_ARG_ERR(rc, fmt, ...) (EVD_LOG(ERR, fmt, ##__VA_ARGS__), (rc))
+
 /* The calibration's wakes per point, at most, its reduction of them to L,
  * and its window (evd_policy.c; tests/test_cal_reduce.c). */
 #define EVD__CAL_MAX_WAKES 14
@@ -33,11 +36,14 @@ int evd__gap_bin(uint64_t g);
  * tests/test_policy_slots.c) */
 int evd__adaptive_source_weight(const struct evd_policy *p, uint32_t id, double *w);
 
-/* a ring whose producer took the doorbell (armed 1 -> 0) and writes it
- * next: false for any other source (evd_ring.c; the loop's lost-wakeup
- * check after a timed-out sleep). Not a source op: only the library's own
- * ring has a doorbell state the loop can read; a device's has none. */
-bool evd__ring_doorbell_owed(const struct evd_source *s);
+/* A loop the caller may use: not NULL, not destroyed; else logged, false. */
+bool evd__live_loop(const struct evd_loop *loop, const char *call);
+/* The thread rule of the control calls (evd_loop.c): 1 if the call took
+ * the loop for its length, 0 if it is on the loop's own thread, -EBUSY
+ * (logged, naming @p call) from another thread while the loop runs. Give
+ * the result to evd__control_leave() when done. */
+int evd__control_enter(struct evd_loop *loop, const char *call);
+void evd__control_leave(struct evd_loop *loop, int held);
 
 /* A policy instance: its ops and state. */
 struct evd_policy {
@@ -83,14 +89,23 @@ struct evd_timer {
 	evd_timer_cb_t cb;
 	void *arg;
 	struct evd_loop *loop;
-	uint32_t heap_idx;
+	uint32_t heap_idx;  /* in the heap; EVD__TIMER_FIRED: a fired one-shot */
+	bool kept;          /* its handle was given out: kept after it fires */
+	struct evd_timer *fired_prev, *fired_next; /* fired one-shots kept */
 };
+
+#define EVD__TIMER_FIRED (UINT32_MAX - 1)
 
 struct evd__timers {
 	struct evd_timer **heap;
 	uint32_t n, cap;
 	struct evd_timer *firing; /* a one-shot in its callback: out of the heap */
+	bool firing_cancelled;    /* cancelled from its own callback */
+	struct evd_timer *fired;  /* fired one-shots whose handles were given out */
 };
+
+/* Free every timer, pending or fired (evd_loop_destroy). */
+void evd__timers_free(struct evd__timers *h);
 
 int evd__timers_push(struct evd__timers *h, struct evd_timer *t);
 void evd__timers_remove(struct evd__timers *h, struct evd_timer *t);
@@ -110,7 +125,34 @@ struct evd__tsc_clock {
 	double ns_per_tick;
 };
 
+/* A message of evd_loop_call(), in the loop's lock-free stack. */
+struct evd__call {
+	void (*fn)(struct evd_loop *loop, void *arg);
+	void *arg;
+	struct evd__call *next;
+};
+
+/* A slot of the epoll keys: a source's key is its slot and the slot's
+ * generation, so an entry that outlives its source (a closed fd's, which
+ * EPOLL_CTL_DEL cannot reach) names no one. */
+struct evd__key_slot {
+	struct evd_source *src; /* NULL: free */
+	uint32_t gen;
+	uint32_t next_free;
+};
+
+/* loop->running: who holds the loop */
+enum evd__holder {
+	EVD__FREE = 0,    /* no thread */
+	EVD__RUN = 1,     /* evd_loop_run() */
+	EVD__STEP = 2,    /* a step of evd_loop_step() */
+	EVD__CONTROL = 3, /* a control call on a thread that does not run the loop */
+};
+
+#define EVD__LOOP_MAGIC 0x6576646cu
+
 struct evd_loop {
+	uint32_t magic;            /* EVD__LOOP_MAGIC while the loop lives */
 	char name[EVD_NAME_MAX];
 	uint32_t id;               /* telemetry: the loop's number in /evd/list */
 	struct evd_loop *tm_next;  /* telemetry registry, under evd__registry_lock() */
@@ -126,17 +168,21 @@ struct evd_loop {
 	void *on_idle_arg;
 
 	int epfd;
-	int stop_fd;            /* eventfd written by evd_loop_stop() */
+	int wake_fd;            /* eventfd: evd_loop_stop() and evd_loop_call() ring it */
 	int stop;               /* atomic: stop requested */
-	int running;            /* atomic: 1 in evd_loop_run(), 2 in a step of evd_loop_step() */
+	int running;            /* atomic: enum evd__holder */
+	pthread_t owner;        /* atomic: the thread that holds it (running != 0) */
+	struct evd__call *calls; /* atomic: evd_loop_call() messages, newest first */
 	bool in_round;          /* sources are being iterated */
 	bool pending_removal;
 
 	struct evd_source **src;
 	uint32_t n_src, cap_src;
+	struct evd__key_slot *keys; /* epoll keys (slot | gen << 32) */
+	uint32_t n_keys, free_key; /* slots used so far; first free (UINT32_MAX: none) */
 	uint32_t n_poll_only;
 	uint32_t next_src_id;    /* evd_source.id of the next source added */
-	uint32_t stoppers;       /* atomic: evd_loop_stop() calls under way */
+	uint32_t wakers;         /* atomic: evd_loop_stop() and evd_loop_call() under way */
 
 	struct evd__timers timers;
 

@@ -13,6 +13,12 @@
  * sides at least one of them sees the other: either the re-poll finds the
  * event, or the producer rings. Without the fences both could read stale
  * values and the consumer would sleep on a non-empty ring.
+ *
+ * A producer adds what it claimed to `done` once its doorbell step is over
+ * (rung, or armed found 0). After a sleep that timed out with events found
+ * and no doorbell, done != head means a post is still between its claim and
+ * that point, however long it was preempted: its doorbell is on its way, not
+ * lost (ring_notify_pending).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -39,6 +45,7 @@ struct evd_ring {
 	int efd;
 	struct ring_slot *slots;
 	uint64_t __rte_cache_aligned head; /* producers: next position to claim */
+	uint64_t done; /* producers: positions whose doorbell step is over */
 	uint32_t __rte_cache_aligned armed; /* consumer sets, one producer clears */
 	uint64_t __rte_cache_aligned tail; /* consumer: next position to take */
 };
@@ -127,13 +134,23 @@ ring_close(struct evd_source *s)
 	free(r);
 }
 
-bool
-evd__ring_doorbell_owed(const struct evd_source *s)
+static bool
+ring_notify_pending(const struct evd_source *s)
 {
-	/* armed was 1 (the loop armed it for this sleep); a producer's
-	 * exchange took it to 0, and that producer writes the doorbell next */
-	return s->ops == &ring_ops &&
-	       __atomic_load_n(&((const struct evd_ring *)s)->armed, __ATOMIC_ACQUIRE) == 0;
+	const struct evd_ring *r = (const struct evd_ring *)s;
+	/* done first: read after it, head is at least as far, so equal values
+	 * mean no post was between claim and doorbell at the second read; the
+	 * acquire pairs with the producers' release add, so their eventfd
+	 * writes are visible to the loop's check that follows */
+	uint64_t d = __atomic_load_n(&r->done, __ATOMIC_ACQUIRE);
+
+	return __atomic_load_n(&r->head, __ATOMIC_ACQUIRE) != d;
+}
+
+static unsigned int
+ring_queued(const struct evd_source *s)
+{
+	return evd_ring_count(s);
 }
 
 static const struct evd_source_ops ring_ops = {
@@ -143,6 +160,8 @@ static const struct evd_source_ops ring_ops = {
 	.disarm = ring_disarm,
 	.fd = ring_fd,
 	.ack = ring_ack,
+	.notify_pending = ring_notify_pending,
+	.queued = ring_queued,
 	.close = ring_close,
 };
 
@@ -155,13 +174,13 @@ evd_ring_create(const char *name, uint32_t size, evd_handler_t handler, void *ar
 	int rc;
 
 	if (out == NULL)
-		return -EINVAL;
+		return EVD_ARG_ERR(-EINVAL, "evd_ring_create: out is NULL");
 	*out = NULL;
-	if (handler == NULL || size < 2 || size > RING_MAX_SIZE) {
-		EVD_LOG(ERR, "ring %s: size %u out of range 2..%u or no handler",
-			name ? name : "", size, RING_MAX_SIZE);
-		return -EINVAL;
-	}
+	if (handler == NULL)
+		return EVD_ARG_ERR(-EINVAL, "evd_ring_create %s: handler is NULL", name ? name : "");
+	if (size < 2 || size > RING_MAX_SIZE)
+		return EVD_ARG_ERR(-EINVAL, "evd_ring_create %s: size %u out of range 2..%u",
+				   name ? name : "", size, RING_MAX_SIZE);
 	sz = rte_align32pow2(size);
 	r = aligned_alloc(RTE_CACHE_LINE_SIZE, RTE_ALIGN_CEIL(sizeof(*r), RTE_CACHE_LINE_SIZE));
 	if (r == NULL)
@@ -196,6 +215,20 @@ evd_ring_create(const char *name, uint32_t size, evd_handler_t handler, void *ar
 	return 0;
 }
 
+/* The slow path of a refused post: one log line naming the argument. */
+static int __rte_noinline
+post_refused(const struct evd_source *s, const struct evd_event *ev, unsigned int n)
+{
+	if (s == NULL)
+		return EVD_ARG_ERR(-EINVAL, "evd_ring_post: ring is NULL");
+	if (s->ops != &ring_ops || s->magic != EVD_SOURCE_MAGIC)
+		return EVD_ARG_ERR(-EINVAL, "evd_ring_post: %p is not a ring (or was destroyed)",
+				   (const void *)s);
+	if (ev == NULL)
+		return EVD_ARG_ERR(-EINVAL, "evd_ring_post %s: event is NULL", s->name);
+	return EVD_ARG_ERR(-EINVAL, "evd_ring_post_burst %s: n is %u", s->name, n);
+}
+
 int
 evd_ring_post_burst(struct evd_source *s, const struct evd_event *ev, unsigned int n)
 {
@@ -203,10 +236,9 @@ evd_ring_post_burst(struct evd_source *s, const struct evd_event *ev, unsigned i
 	uint64_t pos;
 	uint32_t k;
 
-	if (unlikely(s == NULL || s->ops != &ring_ops || (ev == NULL && n > 0)))
-		return -EINVAL;
-	if (unlikely(n == 0))
-		return 0;
+	if (unlikely(s == NULL || s->ops != &ring_ops || s->magic != EVD_SOURCE_MAGIC ||
+		     ev == NULL || n == 0))
+		return post_refused(s, ev, n);
 	r = to_ring(s);
 	pos = __atomic_load_n(&r->head, __ATOMIC_RELAXED);
 	for (;;) {
@@ -248,9 +280,11 @@ evd_ring_post_burst(struct evd_source *s, const struct evd_event *ev, unsigned i
 
 		/* An eventfd write fails only on counter overflow; the
 		 * consumer is woken all the same since the fd is readable. */
-		if (write(r->efd, &one, sizeof(one)) < 0)
-			return (int)k;
+		(void)!write(r->efd, &one, sizeof(one));
 	}
+	/* Release: the write above is visible to a loop that sees this add
+	 * (ring_notify_pending). */
+	__atomic_fetch_add(&r->done, k, __ATOMIC_RELEASE);
 	return (int)k;
 }
 
@@ -262,13 +296,42 @@ evd_ring_post(struct evd_source *s, const struct evd_event *ev)
 	return rc < 0 ? rc : 0;
 }
 
+int
+evd_ring_discard(struct evd_source *s)
+{
+	struct evd_ring *r = to_ring(s);
+	uint64_t t;
+	unsigned int n = 0;
+
+	if (s == NULL || s->ops != &ring_ops || s->magic != EVD_SOURCE_MAGIC)
+		return EVD_ARG_ERR(-EINVAL, "evd_ring_discard: %p is not a ring", (void *)s);
+	if (s->loop != NULL)
+		return EVD_ARG_ERR(-EBUSY, "evd_ring_discard %s: still on loop %s", s->name,
+				   evd_loop_name(s->loop));
+	/* the consumer's side, as ring_poll takes events, without the handler */
+	for (t = r->tail;; t++) {
+		struct ring_slot *sl = &r->slots[t & r->mask];
+
+		if (__atomic_load_n(&sl->seq, __ATOMIC_ACQUIRE) != t + 1)
+			break;
+		__atomic_store_n(&sl->seq, t + r->size, __ATOMIC_RELEASE);
+		n++;
+	}
+	__atomic_store_n(&r->tail, t, __ATOMIC_RELEASE);
+	if (n > 0)
+		EVD_LOG(WARNING, "ring %s: %u events discarded", s->name, n);
+	return (int)n;
+}
+
 unsigned int
 evd_ring_count(const struct evd_source *s)
 {
 	const struct evd_ring *r = (const struct evd_ring *)s;
 
-	if (s == NULL || s->ops != &ring_ops)
+	if (s == NULL || s->ops != &ring_ops) {
+		EVD_LOG(ERR, "evd_ring_count: %p is not a ring", (const void *)s);
 		return 0;
+	}
 	uint64_t t = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE); /* tail first: never past head */
 	uint64_t h = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
 

@@ -25,6 +25,12 @@
  *   (read the eventfd, ibv_get_cq_event + batched ack, ...). Return 0,
  *   -EAGAIN if nothing was pending, or a negative errno.
  * - disarm (optional): stop notifications after a wakeup or a re-poll hit.
+ * - notify_pending (optional): after a sleep that timed out and found
+ *   completions with no notification seen, whether one is still on its way
+ *   (a producer between publishing and ringing). Without it the loop gives
+ *   the notification until its next wait of 2 ms or more to show up.
+ * - queued (optional): completions the source still holds, which a destroy
+ *   would drop: evd_source_destroy() refuses while it is above 0.
  * - close (optional): release the driver's resources; called once by
  *   evd_source_destroy() when the source is on no loop.
  *
@@ -32,6 +38,7 @@
  * needs neither arm nor ack: leave them NULL.
  */
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/epoll.h>
 
@@ -54,8 +61,20 @@ struct evd_source_ops {
 	int (*fd)(const struct evd_source *src);
 	/** Consume the notification after a wake (0; -EAGAIN: none there). */
 	int (*ack)(struct evd_source *src);
+	/** A notification for what the loop found is still on its way (true), or
+	 *  none will come (false). On the loop thread, after a timed-out sleep. */
+	bool (*notify_pending)(const struct evd_source *src);
+	/** Completions still held (destroy refuses while above 0). */
+	unsigned int (*queued)(const struct evd_source *src);
 	/** Free the source (evd_source_destroy()). */
 	void (*close)(struct evd_source *src);
+};
+
+/** How a registered source stands towards notifications. */
+enum evd_arm_state {
+	EVD_ARM_NONE = 0,   /**< Not armed: its fd will not be signalled. */
+	EVD_ARM_ONCE = 1,   /**< Armed by its arm op for the next completion. */
+	EVD_ARM_LEVEL = 2,  /**< Always armed: a level fd, or arm said -ENOTSUP. */
 };
 
 /**
@@ -68,16 +87,21 @@ struct evd_source {
 	void *handler_arg;                /**< The handler's last argument. */
 	char name[EVD_NAME_MAX];          /**< For logs, stats and telemetry. */
 	uint32_t epoll_events; /**< Events to watch on fd() (EPOLLIN if 0). */
-	/* ---- owned by the loop ---- */
+	/* ---- owned by the library ---- */
+	uint32_t magic;         /**< EVD_SOURCE_MAGIC while the source lives. */
 	struct evd_loop *loop;  /**< The loop it is in, or NULL. */
-	uint32_t index;        /**< Slot in the loop's source table. */
-	uint8_t armed;         /**< 1: armed by its arm op; 2: always armed (level fd). */
+	uint32_t index;        /**< Position in the loop's table of sources (moves). */
+	uint32_t key;          /**< Its slot in the loop's epoll keys (stable while registered). */
+	uint8_t armed;         /**< enum evd_arm_state. */
 	uint8_t woken;         /**< Its fd was ready in the last wake. */
 	uint8_t removing;      /**< Removal requested from a handler. */
 	uint8_t has_fd;        /**< It has a notification fd (else poll-only). */
 	int notify_fd;         /**< That fd, in the loop's epoll set; -1 if none. */
 	uint64_t events_at_sleep; /**< stats.events when the loop last went to sleep. */
 	uint64_t events_at_note;  /**< stats.events when the loop last told the policy. */
+	/** When a notification became owed (completions found after a timeout,
+	 *  none seen yet, no notify_pending op), on the loop's clock; 0: none. */
+	uint64_t owed_since_ns;
 	uint32_t id;              /**< Given by the loop at add, never reused in it (policies). */
 	/* the last op failure logged, for the log's rate limit */
 	const char *err_op;       /**< Its op (a literal), NULL: none yet. */
@@ -88,10 +112,14 @@ struct evd_source {
 	struct evd_source_stats stats_base; /**< Baseline recorded by a reset. */
 };
 
+/** evd_source.magic of a live source; a destroyed one holds another value. */
+#define EVD_SOURCE_MAGIC 0x65766473u
+
 /**
- * Initialise the common part of a driver's source. @p name is kept to its
- * first EVD_NAME_MAX - 1 characters.
- * @return 0; -EINVAL if @p ops, its poll op, or @p handler is NULL.
+ * Initialise the common part of a driver's source. Any thread; @p src must
+ * not be on a loop.
+ * @return 0; -EINVAL (logged) if @p src, @p ops, its poll op or @p handler is
+ *   NULL, or @p name has EVD_NAME_MAX characters or more.
  */
 int evd_source_init(struct evd_source *src, const struct evd_source_ops *ops, const char *name,
 		    evd_handler_t handler, void *arg);

@@ -96,6 +96,50 @@ mul_sat(uint64_t a, uint64_t b)
 	return b != 0 && a > UINT64_MAX / b ? UINT64_MAX : a * b;
 }
 
+/* A fired one-shot whose handle was given out stays allocated, on the
+ * fired list, until evd_timer_cancel() releases it. */
+static void
+fired_keep(struct evd__timers *h, struct evd_timer *t)
+{
+	t->heap_idx = EVD__TIMER_FIRED;
+	t->fired_prev = NULL;
+	t->fired_next = h->fired;
+	if (h->fired != NULL)
+		h->fired->fired_prev = t;
+	h->fired = t;
+}
+
+static void
+fired_drop(struct evd__timers *h, struct evd_timer *t)
+{
+	if (t->fired_prev != NULL)
+		t->fired_prev->fired_next = t->fired_next;
+	else
+		h->fired = t->fired_next;
+	if (t->fired_next != NULL)
+		t->fired_next->fired_prev = t->fired_prev;
+}
+
+void
+evd__timers_free(struct evd__timers *h)
+{
+	while (h->n > 0) {
+		struct evd_timer *t = h->heap[0];
+
+		evd__timers_remove(h, t);
+		free(t);
+	}
+	while (h->fired != NULL) {
+		struct evd_timer *t = h->fired;
+
+		fired_drop(h, t);
+		free(t);
+	}
+	free(h->heap);
+	h->heap = NULL;
+	h->cap = 0;
+}
+
 unsigned int
 evd__timers_run(struct evd_loop *loop, uint64_t now)
 {
@@ -120,10 +164,14 @@ evd__timers_run(struct evd_loop *loop, uint64_t now)
 		} else {
 			evd__timers_remove(h, t);
 			ran++;
-			h->firing = t; /* its own cancel from the callback: 0, freed here */
+			h->firing = t; /* its own cancel from the callback is taken after it */
+			h->firing_cancelled = false;
 			t->cb(loop, t, t->arg);
 			h->firing = NULL;
-			free(t);
+			if (t->kept && !h->firing_cancelled)
+				fired_keep(h, t);
+			else
+				free(t);
 		}
 	}
 	if (ran)
@@ -136,39 +184,70 @@ evd_timer_start(struct evd_loop *loop, uint64_t after_ns, uint64_t period_ns, ev
 		void *arg, struct evd_timer **out)
 {
 	struct evd_timer *t;
-	int rc;
+	int rc, held;
 
 	if (out != NULL)
 		*out = NULL;
-	if (loop == NULL || cb == NULL)
+	if (!evd__live_loop(loop, "evd_timer_start"))
 		return -EINVAL;
+	if (cb == NULL)
+		return EVD_ARG_ERR(-EINVAL, "evd_timer_start %s: cb is NULL", evd_loop_name(loop));
+	held = evd__control_enter(loop, "evd_timer_start");
+	if (held < 0)
+		return held;
 	t = calloc(1, sizeof(*t));
-	if (t == NULL)
-		return -ENOMEM;
+	if (t == NULL) {
+		rc = EVD_ARG_ERR(-ENOMEM, "evd_timer_start %s: no memory", evd_loop_name(loop));
+		goto out;
+	}
 	t->deadline = add_sat(evd__now(loop), after_ns);
 	t->period = period_ns;
 	t->cb = cb;
 	t->arg = arg;
 	t->loop = loop;
+	t->kept = out != NULL;
 	rc = evd__timers_push(&loop->timers, t);
 	if (rc < 0) {
 		free(t);
-		return rc;
+		EVD_LOG(ERR, "evd_timer_start %s: no memory", evd_loop_name(loop));
+		goto out;
 	}
 	if (out != NULL)
 		*out = t;
-	return 0;
+out:
+	evd__control_leave(loop, held);
+	return rc;
 }
 
 int
 evd_timer_cancel(struct evd_loop *loop, struct evd_timer *t)
 {
-	if (loop != NULL && t != NULL && t == loop->timers.firing)
-		return 0; /* a one-shot cancelled in its own callback: freed after it */
-	if (loop == NULL || t == NULL || t->loop != loop || t->heap_idx >= loop->timers.n ||
-	    loop->timers.heap[t->heap_idx] != t)
+	struct evd__timers *h;
+	int held, rc = 0;
+
+	if (!evd__live_loop(loop, "evd_timer_cancel"))
 		return -EINVAL;
-	evd__timers_remove(&loop->timers, t);
-	free(t);
-	return 0;
+	if (t == NULL)
+		return EVD_ARG_ERR(-EINVAL, "evd_timer_cancel %s: timer is NULL", evd_loop_name(loop));
+	held = evd__control_enter(loop, "evd_timer_cancel");
+	if (held < 0)
+		return held;
+	h = &loop->timers;
+	if (t == h->firing) {
+		h->firing_cancelled = true; /* a one-shot in its own callback: freed after it */
+	} else if (t->loop != loop) {
+		rc = EVD_ARG_ERR(-EINVAL, "evd_timer_cancel %s: timer %p is not on this loop",
+				 evd_loop_name(loop), (void *)t);
+	} else if (t->heap_idx == EVD__TIMER_FIRED) {
+		fired_drop(h, t);
+		free(t);
+	} else if (t->heap_idx < h->n && h->heap[t->heap_idx] == t) {
+		evd__timers_remove(h, t);
+		free(t);
+	} else {
+		rc = EVD_ARG_ERR(-EINVAL, "evd_timer_cancel %s: timer %p is not on this loop",
+				 evd_loop_name(loop), (void *)t);
+	}
+	evd__control_leave(loop, held);
+	return rc;
 }
