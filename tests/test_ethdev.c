@@ -22,7 +22,9 @@
  *   says the port is not started (its vectors come at start);
  * - hot removal of the tap port while its queue is armed and the loop
  *   sleeps: the source is told, leaves the loop, no crash, no hang, and the
- *   loop goes on serving its other source.
+ *   loop goes on serving its other source;
+ * - bad input to each function, before and after rte_eal_init: an errno and
+ *   exactly one log line of the driver's naming the argument.
  * Needs root and /dev/net/tun; exits 77 (skipped) without them.
  */
 #include <arpa/inet.h>
@@ -349,6 +351,97 @@ test_before_start(uint16_t port, int afp)
 	CHECK_EQ(evd_ethdev_rxq_create(port, 0, "late", NULL, on_pkts, &c, &src), 0);
 	CHECK(evd_ethdev_rxq_has_interrupt(src));
 	CHECK_EQ(evd_source_destroy(src), 0);
+}
+
+/* The driver's log while a call runs: each bad input gets exactly one line
+ * of its own, which names the argument (ethdev's own lines are not counted). */
+static FILE *log_f;
+static char *log_buf;
+static size_t log_len;
+
+static void
+log_begin(void)
+{
+	log_f = open_memstream(&log_buf, &log_len);
+	CHECK(log_f != NULL);
+	CHECK_EQ(rte_openlog_stream(log_f), 0);
+}
+
+static void
+log_end(const char *want)
+{
+	int lines = 0;
+
+	rte_openlog_stream(NULL);
+	fclose(log_f);
+	for (const char *p = log_buf; (p = strstr(p, "EVD_ETHDEV: ")) != NULL; p++)
+		lines++;
+	printf("logged: %s", log_buf);
+	CHECK_EQ(lines, 1);
+	CHECK(strstr(log_buf, want) != NULL);
+	free(log_buf);
+}
+
+#define CHECK_LOGGED(call, want_rc, want_log)                                            \
+	do {                                                                              \
+		log_begin();                                                              \
+		CHECK_EQ((call), (want_rc));                                              \
+		log_end(want_log);                                                        \
+	} while (0)
+
+/* Before rte_eal_init there is no port: a clear -EPERM, not a crash. */
+static void
+test_before_eal(void)
+{
+	struct evd_source *src = (void *)1;
+
+	CHECK_LOGGED(evd_ethdev_rxq_create(0, 0, "early", NULL, on_pkts, NULL, &src), -EPERM,
+		     "the EAL is not initialised");
+	CHECK(src == NULL);
+}
+
+/* Each bad argument: its errno and one log line naming it. A port that does
+ * not exist is -ENODEV, as ethdev answers. */
+static void
+test_bad_input(uint16_t ring_port)
+{
+	struct evd_ethdev_stats st;
+	struct evd_source *src = (void *)1, *ring;
+	char want[64];
+	uint16_t unused = 0;
+
+	CHECK_LOGGED(evd_ethdev_rxq_create(ring_port, 0, "x", NULL, on_pkts, NULL, NULL), -EINVAL,
+		     "out is NULL");
+	CHECK_LOGGED(evd_ethdev_rxq_create(ring_port, 0, "x", NULL, NULL, NULL, &src), -EINVAL,
+		     "handler is NULL");
+	CHECK(src == NULL);
+	snprintf(want, sizeof(want), "port_id %u: no such port", RTE_MAX_ETHPORTS);
+	CHECK_LOGGED(evd_ethdev_rxq_create(RTE_MAX_ETHPORTS, 0, "x", NULL, on_pkts, NULL, &src),
+		     -ENODEV, want);
+	while (rte_eth_dev_is_valid_port(unused))
+		unused++;
+	snprintf(want, sizeof(want), "port_id %u: no such port", unused);
+	CHECK_LOGGED(evd_ethdev_rxq_create(unused, 0, "x", NULL, on_pkts, NULL, &src), -ENODEV,
+		     want);
+	CHECK_LOGGED(evd_ethdev_rxq_create(ring_port, 1, "x", NULL, on_pkts, NULL, &src), -EINVAL,
+		     "queue_id 1:");
+	CHECK_LOGGED(evd_ethdev_rxq_create(ring_port, UINT16_MAX, "x", NULL, on_pkts, NULL, &src),
+		     -EINVAL, "queue_id 65535:");
+	CHECK(src == NULL);
+
+	CHECK_LOGGED(evd_ethdev_rxq_stats_get(NULL, &st), -EINVAL, "src is NULL");
+	CHECK_LOGGED(evd_ethdev_rxq_removed(NULL), false, "src is NULL");
+	CHECK_LOGGED(evd_ethdev_rxq_has_interrupt(NULL), false, "src is NULL");
+	CHECK_EQ(evd_ethdev_rxq_create(ring_port, 0, "ok", NULL, on_pkts, NULL, &src), 0);
+	CHECK_LOGGED(evd_ethdev_rxq_stats_get(src, NULL), -EINVAL, "st is NULL");
+	CHECK_EQ(evd_source_destroy(src), 0);
+	/* a source of another kind */
+	CHECK_EQ(evd_ring_create("notrxq", 16, test_nop, NULL, &ring), 0);
+	CHECK_LOGGED(evd_ethdev_rxq_stats_get(ring, &st), -EINVAL,
+		     "src notrxq is not an ethdev queue source");
+	CHECK_LOGGED(evd_ethdev_rxq_removed(ring), false, "src notrxq is not");
+	CHECK_LOGGED(evd_ethdev_rxq_has_interrupt(ring), false, "src notrxq is not");
+	CHECK_EQ(evd_source_destroy(ring), 0);
 }
 
 struct ring_feed {
@@ -729,6 +822,8 @@ test_hot_removal(uint16_t tap_port)
 	while (ring_n == 0)
 		CHECK(evd_loop_step(loop) >= 0);
 	CHECK_EQ(evd_source_destroy(tap), 0);
+	/* and its id names no port now */
+	CHECK_EQ(evd_ethdev_rxq_create(tap_port, 0, "gone", NULL, on_pkts, NULL, &tap), -ENODEV);
 	CHECK_EQ(evd_loop_remove(loop, ring), 0);
 	CHECK_EQ(evd_source_destroy(ring), 0);
 	CHECK_EQ(evd_loop_destroy(loop), 0);
@@ -746,6 +841,7 @@ main(void)
 	uint16_t tap_port, ring_port;
 	int afp, fd = open("/dev/net/tun", O_RDWR);
 
+	TEST(test_before_eal);
 	if (fd < 0 || geteuid() != 0) {
 		printf("SKIP: net_tap needs root and /dev/net/tun (%s)\n",
 		       fd < 0 ? "no /dev/net/tun" : "not root");
@@ -776,6 +872,7 @@ main(void)
 	TEST_ARGS(test_restart, tap_port, afp);
 	TEST_ARGS(test_before_start, tap_port, afp);
 	TEST_ARGS(test_queue_rules, ring_port);
+	TEST_ARGS(test_bad_input, ring_port);
 	TEST(test_vhost_link);
 	TEST_ARGS(test_hot_removal, tap_port);
 	close(afp);

@@ -8,6 +8,8 @@
 #include <poll.h>
 #include <pthread.h>
 
+#include <rte_log.h>
+
 #include <evd.h>
 #include <evd_ibv.h>
 #include <evd_source.h>
@@ -123,6 +125,104 @@ test_errors(void)
 	CHECK_EQ(evd_ibv_async_create(NULL, "a", on_wc, NULL, &s), -EINVAL);
 	CHECK(evd_ibv_cq_get(NULL) == NULL);
 	CHECK_EQ(emu_destroy_cq(cq), 0);
+}
+
+/* The driver's log while a call runs: each bad input gets exactly one line
+ * of its own, which names the argument. */
+static FILE *log_f;
+static char *log_buf;
+static size_t log_len;
+
+static void
+log_begin(void)
+{
+	log_f = open_memstream(&log_buf, &log_len);
+	CHECK(log_f != NULL);
+	CHECK_EQ(rte_openlog_stream(log_f), 0);
+}
+
+static void
+log_end(const char *want)
+{
+	int lines = 0;
+
+	rte_openlog_stream(NULL);
+	fclose(log_f);
+	for (const char *p = log_buf; (p = strstr(p, "EVD_IBV: ")) != NULL; p++)
+		lines++;
+	printf("logged: %s", log_buf);
+	CHECK_EQ(lines, 1);
+	CHECK(strstr(log_buf, want) != NULL);
+	free(log_buf);
+}
+
+#define CHECK_LOGGED(call, want_rc, want_log)                                            \
+	do {                                                                              \
+		log_begin();                                                              \
+		CHECK_EQ((call), (want_rc));                                              \
+		log_end(want_log);                                                        \
+	} while (0)
+
+/* Each bad argument of each function: its errno (NULL for evd_ibv_cq_get)
+ * and one log line naming it, with its value where it has one. */
+static void
+test_bad_input(void)
+{
+	struct evd_ibv_cq_conf flags = { .wc_flags = IBV_WC_EX_WITH_COMPLETION_TIMESTAMP };
+	struct evd_ibv_cq_conf big = { .cqe = UINT32_MAX };
+	struct evd_ibv_cq_conf adopt_flags = { .wc_flags = IBV_WC_EX_WITH_SRC_QP };
+	struct ibv_context no_async = { .async_fd = -1 };
+	struct ibv_comp_channel *ch = emu_create_channel(ctx);
+	struct ibv_cq *bare = emu_create_cq(ctx, 16, NULL, sem);
+	struct ibv_cq *cq = emu_create_cq(ctx, 16, ch, sem);
+	struct evd_source *s = (void *)1, *ring, *as, *as2;
+	struct evd_ibv_cq_stats st;
+	struct sink k = { 0 };
+
+	CHECK(ch != NULL && bare != NULL && cq != NULL);
+	CHECK_LOGGED(evd_ibv_cq_create(ctx, "x", NULL, on_wc, &k, NULL), -EINVAL, "out is NULL");
+	CHECK_LOGGED(evd_ibv_cq_create(NULL, "x", NULL, on_wc, &k, &s), -EINVAL, "ctx is NULL");
+	CHECK(s == NULL);
+	CHECK_LOGGED(evd_ibv_cq_create(ctx, "x", NULL, NULL, &k, &s), -EINVAL, "handler is NULL");
+	CHECK_LOGGED(evd_ibv_cq_create(ctx, "x", &flags, on_wc, &k, &s), -EINVAL,
+		     "conf->wc_flags 0x");
+	CHECK_LOGGED(evd_ibv_cq_create(ctx, "x", &big, on_wc, &k, &s), -EINVAL,
+		     "conf->cqe 4294967295");
+
+	CHECK_LOGGED(evd_ibv_cq_adopt(cq, "x", NULL, on_wc, &k, NULL), -EINVAL, "out is NULL");
+	CHECK_LOGGED(evd_ibv_cq_adopt(NULL, "x", NULL, on_wc, &k, &s), -EINVAL, "cq is NULL");
+	CHECK_LOGGED(evd_ibv_cq_adopt(cq, "x", NULL, NULL, &k, &s), -EINVAL, "handler is NULL");
+	CHECK_LOGGED(evd_ibv_cq_adopt(bare, "x", NULL, on_wc, &k, &s), -EINVAL,
+		     "has no completion channel");
+	CHECK_LOGGED(evd_ibv_cq_adopt(cq, "x", &adopt_flags, on_wc, &k, &s), -EINVAL,
+		     "conf->wc_flags 0x");
+	CHECK(s == NULL);
+
+	CHECK_LOGGED(evd_ibv_async_create(ctx, "a", on_wc, NULL, NULL), -EINVAL, "out is NULL");
+	CHECK_LOGGED(evd_ibv_async_create(NULL, "a", on_wc, NULL, &s), -EINVAL, "ctx is NULL");
+	CHECK_LOGGED(evd_ibv_async_create(ctx, "a", NULL, NULL, &s), -EINVAL, "handler is NULL");
+	CHECK_LOGGED(evd_ibv_async_create(&no_async, "a", on_wc, NULL, &s), -EINVAL,
+		     "ctx->async_fd -1");
+	CHECK_EQ(evd_ibv_async_create(ctx, "a", on_wc, NULL, &as), 0);
+	CHECK_LOGGED(evd_ibv_async_create(ctx, "a2", on_wc, NULL, &as2), -EBUSY,
+		     "has an async source already");
+	CHECK(as2 == NULL);
+
+	CHECK_LOGGED(evd_ibv_cq_get(NULL) == NULL, true, "src is NULL");
+	CHECK_LOGGED(evd_ibv_cq_get(as) == NULL, true, "src a is not a CQ source");
+	CHECK_LOGGED(evd_ibv_cq_stats_get(NULL, &st), -EINVAL, "src is NULL");
+	CHECK_LOGGED(evd_ibv_cq_stats_get(as, &st), -EINVAL, "src a is not a CQ source");
+	CHECK_EQ(evd_ring_create("r", 16, test_nop, NULL, &ring), 0);
+	CHECK_LOGGED(evd_ibv_cq_stats_get(ring, &st), -EINVAL, "src r is not a CQ source");
+	CHECK_EQ(evd_ibv_cq_adopt(cq, "ok", NULL, on_wc, &k, &s), 0);
+	CHECK_LOGGED(evd_ibv_cq_stats_get(s, NULL), -EINVAL, "st is NULL");
+
+	CHECK_EQ(evd_source_destroy(s), 0);
+	CHECK_EQ(evd_source_destroy(ring), 0);
+	CHECK_EQ(evd_source_destroy(as), 0);
+	CHECK_EQ(emu_destroy_cq(cq), 0);
+	CHECK_EQ(emu_destroy_cq(bare), 0);
+	CHECK_EQ(emu_destroy_channel(ch), 0);
 }
 
 /* Completions arrive in bursts with their fields; an error completion is
@@ -725,6 +825,7 @@ main(int argc, char **argv)
 	ctx = emu_open(sem);
 	CHECK(ctx != NULL);
 	TEST(test_errors);
+	TEST(test_bad_input);
 	delivery(false);
 	printf("ok delivery (created CQ)\n");
 	delivery(true);

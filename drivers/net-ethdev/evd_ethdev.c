@@ -18,6 +18,7 @@
 #include <rte_branch_prediction.h>
 #include <rte_epoll.h>
 #include <rte_ethdev.h>
+#include <rte_lcore.h>
 #include <rte_log.h>
 #include <rte_spinlock.h>
 
@@ -480,29 +481,47 @@ evd_ethdev_rxq_create(uint16_t port_id, uint16_t queue_id, const char *name,
 	struct rxq_src *q;
 	int rc;
 
-	if (out == NULL)
+	if (out == NULL) {
+		ETH_LOG(ERR, "%s: out is NULL", __func__);
 		return -EINVAL;
+	}
 	*out = NULL;
-	if (handler == NULL || !rte_eth_dev_is_valid_port(port_id))
+	if (handler == NULL) {
+		ETH_LOG(ERR, "%s: handler is NULL", __func__);
 		return -EINVAL;
+	}
+	/* EAL counts its lcores in rte_eal_init(): none before it, no ports either */
+	if (rte_lcore_count() == 0) {
+		ETH_LOG(ERR, "%s: the EAL is not initialised (call rte_eal_init() first)", __func__);
+		return -EPERM;
+	}
+	if (!rte_eth_dev_is_valid_port(port_id)) {
+		ETH_LOG(ERR, "%s: port_id %u: no such port", __func__, port_id);
+		return -ENODEV;
+	}
 	rc = rte_eth_dev_info_get(port_id, &info);
-	if (rc < 0)
+	if (rc < 0) {
+		ETH_LOG(ERR, "%s: port_id %u: rte_eth_dev_info_get: %s", __func__, port_id,
+			strerror(-rc));
 		return rc;
+	}
 	if (queue_id >= info.nb_rx_queues || queue_id >= RTE_MAX_QUEUES_PER_PORT) {
-		ETH_LOG(ERR, "port %u has %u Rx queues; no queue %u", port_id, info.nb_rx_queues,
-			queue_id);
+		ETH_LOG(ERR, "%s: queue_id %u: port %u has %u Rx queues", __func__, queue_id,
+			port_id, info.nb_rx_queues);
 		return -EINVAL;
 	}
 	/* set up? where ethdev can tell: PMDs without rxq_info_get (net_ring)
 	 * answer -ENOTSUP before the question is asked */
 	if (rte_eth_rx_queue_info_get(port_id, queue_id, &qinfo) == -EINVAL) {
-		ETH_LOG(ERR, "port %u Rx queue %u is not set up (rte_eth_rx_queue_setup), or is a "
-			"hairpin queue", port_id, queue_id);
+		ETH_LOG(ERR, "%s: queue_id %u: port %u's Rx queue is not set up "
+			"(rte_eth_rx_queue_setup), or is a hairpin queue", __func__, queue_id, port_id);
 		return -EINVAL;
 	}
 	q = calloc(1, sizeof(*q));
-	if (q == NULL)
+	if (q == NULL) {
+		ETH_LOG(ERR, "%s: port %u Rx queue %u: out of memory", __func__, port_id, queue_id);
 		return -ENOMEM;
+	}
 	if (!claim(port_id, queue_id)) {
 		ETH_LOG(ERR, "port %u Rx queue %u is a source already: one source a queue",
 			port_id, queue_id);
@@ -550,6 +569,7 @@ evd_ethdev_rxq_create(uint16_t port_id, uint16_t queue_id, const char *name,
 	}
 	q->token = calloc(1, sizeof(*q->token));
 	if (q->token == NULL) {
+		ETH_LOG(ERR, "%s: %s: out of memory", __func__, q->src.name);
 		rxq_close(&q->src);
 		return -ENOMEM;
 	}
@@ -560,17 +580,30 @@ evd_ethdev_rxq_create(uint16_t port_id, uint16_t queue_id, const char *name,
 	return 0;
 }
 
+/* Whether @p src is a queue source; logs which argument it is not, for @p fn. */
+static bool
+check_rxq(const struct evd_source *src, const char *fn)
+{
+	if (src == NULL)
+		ETH_LOG(ERR, "%s: src is NULL", fn);
+	else if (!is_rxq(src))
+		ETH_LOG(ERR, "%s: src %s is not an ethdev queue source", fn, src->name);
+	else
+		return true;
+	return false;
+}
+
 bool
 evd_ethdev_rxq_removed(const struct evd_source *src)
 {
-	return is_rxq(src) && __atomic_load_n(&((const struct rxq_src *)src)->removed,
-					      __ATOMIC_ACQUIRE);
+	return check_rxq(src, __func__) &&
+	       __atomic_load_n(&((const struct rxq_src *)src)->removed, __ATOMIC_ACQUIRE);
 }
 
 bool
 evd_ethdev_rxq_has_interrupt(const struct evd_source *src)
 {
-	return is_rxq(src) && src->ops == &rxq_ops;
+	return check_rxq(src, __func__) && src->ops == &rxq_ops;
 }
 
 #define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
@@ -580,8 +613,12 @@ evd_ethdev_rxq_stats_get(const struct evd_source *src, struct evd_ethdev_stats *
 {
 	const struct rxq_src *q = (const struct rxq_src *)src;
 
-	if (!is_rxq(src) || st == NULL)
+	if (!check_rxq(src, __func__))
 		return -EINVAL;
+	if (st == NULL) {
+		ETH_LOG(ERR, "%s: st is NULL", __func__);
+		return -EINVAL;
+	}
 	st->packets = LOAD(q->st.packets);
 	st->link_events = LOAD(q->st.link_events);
 	st->intr_errors = LOAD(q->st.intr_errors);

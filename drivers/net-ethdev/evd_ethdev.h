@@ -77,7 +77,9 @@ struct evd_ethdev_stats {
 
 /**
  * Make an Rx queue of a started or configured port a source.
- * Control path, after rte_eth_dev_configure() and the queue's setup. For its
+ * Control path, after rte_eal_init(), rte_eth_dev_configure() and the queue's
+ * setup; any thread, but not concurrently with the port's own control calls
+ * (configure, start, stop, close), which ethdev does not serialise. For its
  * Rx interrupt, after rte_eth_dev_start() too: net_tap, vhost and NIC PMDs
  * set the queues' interrupt vectors up at start, and a source made before
  * it finds none and stays poll-only (the log says so; it still works, with
@@ -87,23 +89,58 @@ struct evd_ethdev_stats {
  * is not an error of the call: the source is made poll-only and the log says
  * why (evd_ethdev_rxq_has_interrupt() tells).
  *
- * @return 0; -EINVAL (bad port or queue, a queue not set up where the PMD
- *   answers rte_eth_rx_queue_info_get, NULL handler);
- *   -EBUSY (the queue is a source already, until that one is destroyed: two
- *   would be two consumers of one Rx ring); -ENOMEM; or the error of
- *   rte_eth_dev_info_get() for the port.
+ * Every error is logged (logtype pmd.evd.ethdev), one line naming the
+ * argument and its value.
+ *
+ * @param port_id  The ethdev port.
+ * @param queue_id The port's Rx queue, below its configured count.
+ * @param name     The source's name; NULL gives "port<P>.rxq<Q>".
+ * @param conf     Options; NULL gives the defaults (all zero).
+ * @param handler  Receives the bursts of struct rte_mbuf *; not NULL.
+ * @param arg      The handler's argument.
+ * @param out      Set to the new source, or to NULL on error; not NULL.
+ * @return 0;
+ *   -EINVAL: @p out or @p handler is NULL, @p queue_id is not below the
+ *   port's Rx queue count, or the queue is not set up (where the PMD answers
+ *   rte_eth_rx_queue_info_get);
+ *   -EPERM: the EAL is not initialised (rte_eal_init() has not run);
+ *   -ENODEV: no port @p port_id (never probed, or released);
+ *   -EBUSY: the queue is a source already, until that one is destroyed (two
+ *   would be two consumers of one Rx ring);
+ *   -ENOMEM;
+ *   or the error of rte_eth_dev_info_get() for the port.
  */
 int evd_ethdev_rxq_create(uint16_t port_id, uint16_t queue_id, const char *name,
 			  const struct evd_ethdev_conf *conf, evd_handler_t handler, void *arg,
 			  struct evd_source **out);
 
-/** Whether the source's port was removed. Any thread. */
+/**
+ * Whether the source's port was removed. Any thread.
+ *
+ * @param src A queue source (evd_ethdev_rxq_create()).
+ * @return true if removed; false if not, or if @p src is NULL or not a
+ *   queue source (logged: the return type has no room for an errno).
+ */
 bool evd_ethdev_rxq_removed(const struct evd_source *src);
 
-/** Whether the source waits on an Rx interrupt (false: poll-only). */
+/**
+ * Whether the source waits on an Rx interrupt (false: poll-only). Any thread.
+ *
+ * @param src A queue source (evd_ethdev_rxq_create()).
+ * @return true if it has one; false if poll-only, or if @p src is NULL or
+ *   not a queue source (logged: the return type has no room for an errno).
+ */
 bool evd_ethdev_rxq_has_interrupt(const struct evd_source *src);
 
-/** Read a queue source's counters. @return 0; -EINVAL. */
+/**
+ * Read a queue source's counters. Any thread (each counter is read
+ * atomically; together they are not a snapshot).
+ *
+ * @param src A queue source (evd_ethdev_rxq_create()).
+ * @param st  Filled with the counters; not NULL.
+ * @return 0; -EINVAL: @p src is NULL or not a queue source, or @p st is
+ *   NULL (logged).
+ */
 int evd_ethdev_rxq_stats_get(const struct evd_source *src, struct evd_ethdev_stats *st);
 
 #ifdef __cplusplus

@@ -381,8 +381,12 @@ set_nonblock(int fd)
 {
 	int fl = fcntl(fd, F_GETFL);
 
-	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
-		return -errno;
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+		int err = errno;
+
+		IBV_LOG(ERR, "fd %d: O_NONBLOCK: %s", fd, strerror(err));
+		return -err;
+	}
 	return 0;
 }
 
@@ -390,12 +394,13 @@ static int
 check_conf(const struct evd_ibv_cq_conf *c)
 {
 	if (c->wc_flags & ~(uint64_t)EXTRA_WC_FLAGS) {
-		IBV_LOG(ERR, "wc_flags 0x%" PRIx64 ": only SRC_QP, SLID, SL and DLID_PATH_BITS may "
-			"be added", c->wc_flags);
+		IBV_LOG(ERR, "conf->wc_flags 0x%" PRIx64 ": only SRC_QP, SLID, SL and "
+			"DLID_PATH_BITS may be added", c->wc_flags);
 		return -EINVAL;
 	}
 	if (c->cqe > INT32_MAX) {
-		IBV_LOG(ERR, "cqe %" PRIu32 ": libibverbs takes at most INT32_MAX entries", c->cqe);
+		IBV_LOG(ERR, "conf->cqe %" PRIu32 ": libibverbs takes at most INT32_MAX entries",
+			c->cqe);
 		return -EINVAL;
 	}
 	return 0;
@@ -428,6 +433,7 @@ cq_src_alloc(const char *name, const struct evd_ibv_cq_conf *c, const struct evd
 	struct cq_src *s = calloc(1, sizeof(*s));
 
 	if (s == NULL) {
+		IBV_LOG(ERR, "CQ source %s: out of memory", name ? name : "");
 		*rc = -ENOMEM;
 		return NULL;
 	}
@@ -452,11 +458,15 @@ evd_ibv_cq_create(struct ibv_context *ctx, const char *name, const struct evd_ib
 	struct cq_src *s;
 	int rc;
 
-	if (out == NULL)
+	if (out == NULL) {
+		IBV_LOG(ERR, "%s: out is NULL", __func__);
 		return -EINVAL;
+	}
 	*out = NULL;
-	if (ctx == NULL || handler == NULL)
+	if (ctx == NULL || handler == NULL) {
+		IBV_LOG(ERR, "%s: %s is NULL", __func__, ctx == NULL ? "ctx" : "handler");
 		return -EINVAL;
+	}
 	rc = check_conf(c);
 	if (rc < 0)
 		return rc;
@@ -513,17 +523,23 @@ evd_ibv_cq_adopt(struct ibv_cq *cq, const char *name, const struct evd_ibv_cq_co
 	struct cq_src *s;
 	int rc;
 
-	if (out == NULL)
+	if (out == NULL) {
+		IBV_LOG(ERR, "%s: out is NULL", __func__);
 		return -EINVAL;
+	}
 	*out = NULL;
-	if (cq == NULL || handler == NULL)
+	if (cq == NULL || handler == NULL) {
+		IBV_LOG(ERR, "%s: %s is NULL", __func__, cq == NULL ? "cq" : "handler");
 		return -EINVAL;
+	}
 	if (cq->channel == NULL) {
-		IBV_LOG(ERR, "adopt %s: the CQ has no completion channel", name ? name : "");
+		IBV_LOG(ERR, "%s %s: cq %p has no completion channel", __func__, name ? name : "",
+			(void *)cq);
 		return -EINVAL;
 	}
 	if (c->wc_flags != 0) {
-		IBV_LOG(ERR, "adopt %s: wc_flags apply to created CQs only", name ? name : "");
+		IBV_LOG(ERR, "%s %s: conf->wc_flags 0x%" PRIx64 ": they apply to created CQs only",
+			__func__, name ? name : "", c->wc_flags);
 		return -EINVAL;
 	}
 	s = cq_src_alloc(name, c, &cq_legacy_ops, handler, arg, &rc);
@@ -550,10 +566,23 @@ evd_ibv_cq_adopt(struct ibv_cq *cq, const char *name, const struct evd_ibv_cq_co
 	return 0;
 }
 
+/* Whether @p src is a CQ source; logs which argument it is not, for @p fn. */
+static bool
+check_cq_src(const struct evd_source *src, const char *fn)
+{
+	if (src == NULL)
+		IBV_LOG(ERR, "%s: src is NULL", fn);
+	else if (!is_cq_src(src))
+		IBV_LOG(ERR, "%s: src %s is not a CQ source", fn, src->name);
+	else
+		return true;
+	return false;
+}
+
 struct ibv_cq *
 evd_ibv_cq_get(const struct evd_source *src)
 {
-	return is_cq_src(src) ? ((const struct cq_src *)src)->cq : NULL;
+	return check_cq_src(src, __func__) ? ((const struct cq_src *)src)->cq : NULL;
 }
 
 #define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
@@ -563,8 +592,12 @@ evd_ibv_cq_stats_get(const struct evd_source *src, struct evd_ibv_cq_stats *st)
 {
 	const struct cq_src *s = (const struct cq_src *)src;
 
-	if (!is_cq_src(src) || st == NULL)
+	if (!check_cq_src(src, __func__))
 		return -EINVAL;
+	if (st == NULL) {
+		IBV_LOG(ERR, "%s: st is NULL", __func__);
+		return -EINVAL;
+	}
 	st->completions = LOAD(s->st.completions);
 	st->error_completions = LOAD(s->st.error_completions);
 	st->events = LOAD(s->st.events);
@@ -662,14 +695,25 @@ evd_ibv_async_create(struct ibv_context *ctx, const char *name, evd_handler_t ha
 	struct async_src *a;
 	int rc;
 
-	if (out == NULL)
+	if (out == NULL) {
+		IBV_LOG(ERR, "%s: out is NULL", __func__);
 		return -EINVAL;
+	}
 	*out = NULL;
-	if (ctx == NULL || handler == NULL || ctx->async_fd < 0)
+	if (ctx == NULL || handler == NULL) {
+		IBV_LOG(ERR, "%s: %s is NULL", __func__, ctx == NULL ? "ctx" : "handler");
 		return -EINVAL;
+	}
+	if (ctx->async_fd < 0) {
+		IBV_LOG(ERR, "%s: ctx->async_fd %d: not an open device context", __func__,
+			ctx->async_fd);
+		return -EINVAL;
+	}
 	a = calloc(1, sizeof(*a));
-	if (a == NULL)
+	if (a == NULL) {
+		IBV_LOG(ERR, "%s: out of memory", __func__);
 		return -ENOMEM;
+	}
 	rc = evd_source_init(&a->src, &async_ops, name, handler, arg);
 	if (rc == 0)
 		rc = set_nonblock(ctx->async_fd);
@@ -688,6 +732,8 @@ evd_ibv_async_create(struct ibv_context *ctx, const char *name, evd_handler_t ha
 	}
 	pthread_mutex_unlock(&registry_lock);
 	if (rc < 0) {
+		IBV_LOG(ERR, "%s %s: ctx %p has an async source already", __func__, a->src.name,
+			(void *)ctx);
 		free(a);
 		return rc;
 	}

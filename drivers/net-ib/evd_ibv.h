@@ -76,11 +76,25 @@ struct evd_ibv_cq_stats {
 
 /**
  * Create a CQ and its completion channel on @p ctx and make it a source.
- * Control path. The handler receives struct ibv_wc bursts.
+ * Control path; any thread (the driver's registry is locked, libibverbs'
+ * create calls are thread-safe). The handler receives struct ibv_wc bursts.
+ * Every error is logged (logtype pmd.evd.ib), one line naming the argument
+ * and its value; the EAL need not be initialised.
  *
- * @return 0; -EINVAL (NULL arguments, bad conf); -EOPNOTSUPP if the provider
- *   has no ibv_create_cq_ex() or no moderation while it was asked for; or
- *   the errno libibverbs reported.
+ * @param ctx     The device context; not NULL.
+ * @param name    The source's name; NULL gives the kind, "ibv_cq".
+ * @param conf    Options; NULL gives the defaults (all zero).
+ * @param handler Receives the struct ibv_wc bursts; not NULL.
+ * @param arg     The handler's argument.
+ * @param out     Set to the new source, or to NULL on error; not NULL.
+ * @return 0;
+ *   -EINVAL: @p out, @p ctx or @p handler is NULL, conf->wc_flags holds a
+ *   flag besides SRC_QP, SLID, SL and DLID_PATH_BITS, or conf->cqe is over
+ *   INT32_MAX;
+ *   -ENOMEM;
+ *   -EOPNOTSUPP: the provider has no ibv_create_cq_ex(), or no moderation
+ *   while it was asked for;
+ *   or the errno libibverbs reported.
  */
 int evd_ibv_cq_create(struct ibv_context *ctx, const char *name, const struct evd_ibv_cq_conf *conf,
 		      evd_handler_t handler, void *arg, struct evd_source **out);
@@ -90,28 +104,66 @@ int evd_ibv_cq_create(struct ibv_context *ctx, const char *name, const struct ev
  * completion channel dedicated to it. The CQ and the channel stay the
  * application's: evd_source_destroy() acknowledges every event it read and
  * leaves them; destroy them after it. cq_context is not touched.
+ * Control path; any thread. Every error is logged, one line naming the
+ * argument and its value.
  *
- * @return 0; -EINVAL (NULL, a CQ without a completion channel, or
- *   conf->wc_flags set: they apply to created CQs only); -EBUSY (the
- *   CQ, or its channel, is a source's already, until that one is destroyed);
- *   -EOPNOTSUPP for moderation the provider lacks; or the errno libibverbs
- *   reported.
+ * @param cq      The CQ, with a completion channel; not NULL.
+ * @param name    The source's name; NULL gives the kind, "ibv_cq".
+ * @param conf    Options; NULL gives the defaults. conf->cqe, comp_vector
+ *                and wc_flags are for created CQs (wc_flags must be 0).
+ * @param handler Receives the struct ibv_wc bursts; not NULL.
+ * @param arg     The handler's argument.
+ * @param out     Set to the new source, or to NULL on error; not NULL.
+ * @return 0;
+ *   -EINVAL: @p out, @p cq or @p handler is NULL, the CQ has no completion
+ *   channel, or conf->wc_flags is set;
+ *   -EBUSY: the CQ, or its channel, is a source's already, until that one
+ *   is destroyed;
+ *   -ENOMEM;
+ *   -EOPNOTSUPP: moderation the provider lacks;
+ *   or the errno libibverbs (or fcntl on the channel) reported.
  */
 int evd_ibv_cq_adopt(struct ibv_cq *cq, const char *name, const struct evd_ibv_cq_conf *conf,
 		     evd_handler_t handler, void *arg, struct evd_source **out);
 
-/** The CQ behind a CQ source (to create QPs on it); NULL if not one. */
+/**
+ * The CQ behind a CQ source (to create QPs on it). Any thread.
+ *
+ * @param src A CQ source (evd_ibv_cq_create() or evd_ibv_cq_adopt()).
+ * @return The CQ; NULL if @p src is NULL or not a CQ source (logged: the
+ *   return type has no room for an errno).
+ */
 struct ibv_cq *evd_ibv_cq_get(const struct evd_source *src);
 
-/** Read a CQ source's counters. Any thread. @return 0; -EINVAL. */
+/**
+ * Read a CQ source's counters. Any thread (each counter is read
+ * atomically; together they are not a snapshot).
+ *
+ * @param src A CQ source.
+ * @param st  Filled with the counters; not NULL.
+ * @return 0; -EINVAL: @p src is NULL or not a CQ source, or @p st is NULL
+ *   (logged).
+ */
 int evd_ibv_cq_stats_get(const struct evd_source *src, struct evd_ibv_cq_stats *st);
 
 /**
  * A source for the async events of @p ctx (its async_fd, made non-blocking).
  * The handler receives struct ibv_async_event bursts, before the driver acks
  * them. IBV_EVENT_CQ_ERR is also routed to the CQ source it names.
+ * Control path; any thread. Every error is logged, one line naming the
+ * argument and its value.
  *
- * @return 0; -EINVAL; -ENOMEM; -EBUSY if @p ctx already has one.
+ * @param ctx     The device context; not NULL, with an open async_fd.
+ * @param name    The source's name; NULL gives the kind, "ibv_async".
+ * @param handler Receives the struct ibv_async_event bursts; not NULL.
+ * @param arg     The handler's argument.
+ * @param out     Set to the new source, or to NULL on error; not NULL.
+ * @return 0;
+ *   -EINVAL: @p out, @p ctx or @p handler is NULL, or ctx->async_fd is
+ *   negative;
+ *   -ENOMEM;
+ *   -EBUSY: @p ctx already has one;
+ *   or the errno of fcntl() on async_fd.
  */
 int evd_ibv_async_create(struct ibv_context *ctx, const char *name, evd_handler_t handler, void *arg,
 			 struct evd_source **out);

@@ -1,0 +1,428 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The loop's contract where a two-lcore application trips over it: each
+ * misuse answered by an errno and one log line, never a crash, never a
+ * silent loss. One test per way it broke:
+ * - control calls from a thread that does not run the loop (they raced the
+ *   loop: the source table was reallocated under it);
+ * - an fd closed while registered, with a dup alive elsewhere (its epoll
+ *   entry outlived the source and fired with a freed pointer);
+ * - cancel of a one-shot timer that already fired (it had been freed);
+ * - destroy of a ring holding events (they were dropped unseen);
+ * - a source destroyed twice (its close ran twice);
+ * - bad arguments (some failed without a word).
+ * The held producer's false lost wakeups are test_contract_stress's and
+ * test_race's.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <rte_log.h>
+
+#include <evd.h>
+#include <evd_source.h>
+
+#include "evd_test.h"
+#include "strict_source.h"
+
+static void
+count_events(struct evd_source *s, void *burst, uint16_t n, void *arg)
+{
+	(void)s;
+	(void)burst;
+	__atomic_fetch_add((uint64_t *)arg, n, __ATOMIC_RELAXED); /* read by another thread */
+}
+
+/* ---- the log: one line per refused call --------------------------------- */
+
+static char *log_buf;
+static size_t log_len;
+static FILE *log_file;
+
+static void
+log_capture(void)
+{
+	if (log_file != NULL)
+		fclose(log_file);
+	free(log_buf);
+	log_buf = NULL;
+	log_file = open_memstream(&log_buf, &log_len);
+	CHECK(log_file != NULL);
+	CHECK_EQ(rte_openlog_stream(log_file), 0);
+}
+
+static int
+log_lines(void)
+{
+	int n = 0;
+
+	fflush(log_file);
+	for (size_t i = 0; i < log_len; i++)
+		n += log_buf[i] == '\n';
+	return n;
+}
+
+static void
+log_release(void)
+{
+	rte_openlog_stream(NULL);
+	fclose(log_file);
+	log_file = NULL;
+	free(log_buf);
+	log_buf = NULL;
+}
+
+/* rc of a refused call, and the one line it logged naming what was wrong */
+#define REFUSED(call, err, word)                                                          \
+	do {                                                                              \
+		log_capture();                                                            \
+		CHECK_EQ((call), (err));                                                  \
+		CHECK_EQ(log_lines(), 1);                                                 \
+		if (strstr(log_buf, (word)) == NULL) {                                    \
+			fprintf(stderr, "FAIL %s:%d: log '%s' does not name '%s'\n",       \
+				__FILE__, __LINE__, log_buf, (word));                     \
+			exit(1);                                                          \
+		}                                                                         \
+	} while (0)
+
+static void
+test_bad_arguments(void)
+{
+	struct evd_loop_conf conf = { .policy = "intr" };
+	struct evd_loop *loop, *other, *scratch;
+	struct evd_source *ring, *fd;
+	struct evd_event ev = { 0 };
+	struct evd_loop_stats st;
+	uint64_t got = 0, cursor = 0;
+	char long_name[EVD_NAME_MAX + 8];
+
+	memset(long_name, 'x', sizeof(long_name) - 1);
+	long_name[sizeof(long_name) - 1] = '\0';
+	CHECK_EQ(evd_loop_create(&conf, &loop), 0);
+	CHECK_EQ(evd_loop_create(&conf, &other), 0);
+	CHECK_EQ(evd_ring_create("r", 8, count_events, &got, &ring), 0);
+
+	REFUSED(evd_loop_create(&conf, NULL), -EINVAL, "out");
+	REFUSED(evd_loop_create(&(struct evd_loop_conf){ .name = long_name }, &scratch), -EINVAL,
+		"name");
+	REFUSED(evd_loop_create(&(struct evd_loop_conf){ .burst = 257 }, &scratch), -EINVAL,
+		"burst");
+	REFUSED(evd_loop_add(NULL, ring), -EINVAL, "loop");
+	REFUSED(evd_loop_add(loop, NULL), -EINVAL, "source");
+	REFUSED(evd_loop_remove(loop, ring), -EINVAL, "not on it");
+	REFUSED(evd_loop_run(NULL), -EINVAL, "loop");
+	REFUSED(evd_loop_step(NULL), -EINVAL, "loop");
+	REFUSED(evd_loop_destroy(NULL), -EINVAL, "loop");
+	REFUSED(evd_loop_resume(NULL), -EINVAL, "loop");
+	REFUSED(evd_loop_call(loop, NULL, NULL), -EINVAL, "fn");
+	REFUSED(evd_loop_stats_get(loop, NULL), -EINVAL, "st");
+	REFUSED(evd_loop_stats_get(NULL, &st), -EINVAL, "loop");
+	REFUSED(evd_loop_trace_enable(loop, 100), -EINVAL, "entries");
+	REFUSED(evd_loop_trace_read(loop, NULL, NULL, 0, NULL), -EINVAL, "cursor");
+	REFUSED(evd_loop_trace_read(NULL, &cursor, NULL, 0, NULL), -EINVAL, "loop");
+	REFUSED(evd_ring_create(long_name, 8, count_events, NULL, &fd), -EINVAL, "name");
+	REFUSED(evd_ring_create("r", 8, NULL, NULL, &fd), -EINVAL, "handler");
+	REFUSED(evd_ring_create("r", 8, count_events, NULL, NULL), -EINVAL, "out");
+	REFUSED(evd_ring_create("r", 1, count_events, NULL, &fd), -EINVAL, "size");
+	REFUSED(evd_ring_post(NULL, &ev), -EINVAL, "ring");
+	REFUSED(evd_ring_post(ring, NULL), -EINVAL, "event");
+	REFUSED(evd_ring_post_burst(ring, &ev, 0), -EINVAL, "n is 0");
+	REFUSED(evd_fd_create("f", -1, 0, count_events, NULL, &fd), -EINVAL, "fd -1");
+	REFUSED(evd_fd_create("f", 0, 0, NULL, NULL, &fd), -EINVAL, "handler");
+	REFUSED(evd_fd_create("f", 0, 0, count_events, NULL, NULL), -EINVAL, "out");
+	REFUSED(evd_fd_create(long_name, 0, 0, count_events, NULL, &fd), -EINVAL, "name");
+	REFUSED(evd_timer_start(NULL, 0, 0, NULL, NULL, NULL), -EINVAL, "loop");
+	REFUSED(evd_timer_start(loop, 0, 0, NULL, NULL, NULL), -EINVAL, "cb");
+	REFUSED(evd_timer_cancel(loop, NULL), -EINVAL, "timer");
+	REFUSED(evd_source_destroy(NULL), -EINVAL, "source");
+	REFUSED(evd_source_stats_get(ring, NULL), -EINVAL, "st");
+	REFUSED(evd_ring_discard(NULL), -EINVAL, "not a ring");
+	CHECK_EQ(evd_loop_add(loop, ring), 0);
+	REFUSED(evd_loop_add(other, ring), -EINVAL, "already on loop");
+	REFUSED(evd_source_destroy(ring), -EBUSY, "still on loop");
+	REFUSED(evd_ring_discard(ring), -EBUSY, "still on loop");
+	REFUSED(evd_loop_destroy(loop), -EBUSY, "sources");
+	log_release();
+
+	CHECK_EQ(evd_loop_remove(loop, ring), 0);
+	CHECK_EQ(evd_source_destroy(ring), 0);
+	CHECK_EQ(evd_loop_destroy(loop), 0);
+	CHECK_EQ(evd_loop_destroy(other), 0);
+}
+
+/* ---- control calls from a thread that does not run the loop ------------- */
+
+struct runner {
+	struct evd_loop *loop;
+	pthread_t thread;
+};
+
+static void *
+run_loop(void *arg)
+{
+	struct runner *r = arg;
+
+	CHECK_EQ(evd_loop_run(r->loop), 0);
+	return NULL;
+}
+
+static void
+on_timer(struct evd_loop *loop, struct evd_timer *t, void *arg)
+{
+	(void)loop;
+	(void)t;
+	(*(int *)arg)++;
+}
+
+struct call {
+	struct evd_source *src;
+	struct evd_timer *timer;
+	pthread_t ran_on;
+	int fired;
+	int done; /* atomic */
+	int rc_add, rc_timer;
+};
+
+static void
+add_on_loop(struct evd_loop *loop, void *arg)
+{
+	struct call *c = arg;
+
+	c->ran_on = pthread_self();
+	c->rc_add = evd_loop_add(loop, c->src);
+	c->rc_timer = evd_timer_start(loop, 1000, 0, on_timer, &c->fired, &c->timer);
+	__atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
+}
+
+static void
+remove_on_loop(struct evd_loop *loop, void *arg)
+{
+	struct call *c = arg;
+
+	c->rc_add = evd_loop_remove(loop, c->src);
+	c->rc_timer = evd_timer_cancel(loop, c->timer);
+	__atomic_store_n(&c->done, 2, __ATOMIC_RELEASE);
+}
+
+static void
+test_control_from_another_thread(void)
+{
+	/* sleeps of up to 100 s: only evd_loop_call's doorbell ends them early */
+	struct evd_loop_conf conf = { .policy = "intr", .max_sleep_us = 100000000 };
+	struct runner r;
+	struct evd_source *a, *b;
+	struct evd_timer *t = NULL;
+	struct evd_event ev = { 0 };
+	struct call c = { 0 };
+	uint64_t got = 0;
+	int fired = 0;
+
+	CHECK_EQ(evd_loop_create(&conf, &r.loop), 0);
+	CHECK_EQ(evd_ring_create("a", 64, count_events, &got, &a), 0);
+	CHECK_EQ(evd_ring_create("b", 64, count_events, &got, &b), 0);
+	CHECK_EQ(evd_loop_add(r.loop, a), 0); /* not running: at once */
+	CHECK_EQ(evd_timer_start(r.loop, 1000ull * 1000 * 1000 * 1000, 0, on_timer, &fired, &t), 0);
+	CHECK_EQ(pthread_create(&r.thread, NULL, run_loop, &r), 0);
+	test_wait_asleep(r.loop, 1000);
+
+	/* refused, not raced */
+	CHECK_EQ(evd_loop_add(r.loop, b), -EBUSY);
+	CHECK_EQ(evd_loop_remove(r.loop, a), -EBUSY);
+	CHECK_EQ(evd_timer_cancel(r.loop, t), -EBUSY);
+	CHECK_EQ(evd_timer_start(r.loop, 0, 0, on_timer, &fired, NULL), -EBUSY);
+	CHECK_EQ(evd_loop_destroy(r.loop), -EBUSY);
+	CHECK(b->loop == NULL);
+
+	/* handed over: run on the loop's thread, the sleeping loop woken */
+	c.src = b;
+	CHECK_EQ(evd_loop_call(r.loop, add_on_loop, &c), 0);
+	while (__atomic_load_n(&c.done, __ATOMIC_ACQUIRE) != 1)
+		test_sleep_us(100);
+	CHECK(pthread_equal(c.ran_on, r.thread));
+	CHECK_EQ(c.rc_add, 0);
+	CHECK_EQ(c.rc_timer, 0);
+	CHECK(b->loop == r.loop);
+	CHECK_EQ(evd_ring_post(b, &ev), 0);
+	while (__atomic_load_n(&got, __ATOMIC_RELAXED) != 1)
+		test_sleep_us(100);
+	CHECK_EQ(evd_loop_call(r.loop, remove_on_loop, &c), 0);
+	while (__atomic_load_n(&c.done, __ATOMIC_ACQUIRE) != 2)
+		test_sleep_us(100);
+	CHECK_EQ(c.rc_add, 0);
+	CHECK_EQ(c.rc_timer, 0); /* fired or not: its handle was valid */
+	CHECK(b->loop == NULL);
+
+	CHECK_EQ(evd_loop_stop(r.loop), 0);
+	CHECK_EQ(pthread_join(r.thread, NULL), 0);
+	CHECK_EQ(evd_timer_cancel(r.loop, t), 0); /* not running: at once */
+	CHECK_EQ(evd_loop_remove(r.loop, a), 0);
+	CHECK_EQ(evd_loop_destroy(r.loop), 0);
+	CHECK_EQ(evd_source_destroy(a), 0);
+	CHECK_EQ(evd_source_destroy(b), 0);
+}
+
+/* A call queued while no thread runs the loop runs in evd_loop_destroy(). */
+static void
+note_call(struct evd_loop *loop, void *arg)
+{
+	(void)loop;
+	(*(int *)arg)++;
+}
+
+static void
+test_call_runs_at_destroy(void)
+{
+	struct evd_loop *loop;
+	int ran = 0;
+
+	CHECK_EQ(evd_loop_create(NULL, &loop), 0);
+	CHECK_EQ(evd_loop_call(loop, note_call, &ran), 0);
+	CHECK_EQ(evd_loop_call(loop, note_call, &ran), 0);
+	CHECK_EQ(ran, 0);
+	CHECK_EQ(evd_loop_destroy(loop), 0);
+	CHECK_EQ(ran, 2);
+}
+
+/* ---- an fd closed while registered, a dup of it open elsewhere ----------- */
+
+static void
+test_fd_closed_while_registered(void)
+{
+	struct evd_loop_conf conf = { .policy = "intr", .max_sleep_us = 2000 };
+	struct evd_loop *loop;
+	struct evd_source *f, *ring;
+	struct evd_loop_stats st;
+	uint64_t got = 0, one = 1;
+	int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), keep;
+
+	CHECK(efd >= 0);
+	keep = dup(efd); /* a fork's or another library's copy: the file lives on */
+	CHECK(keep >= 0);
+	CHECK_EQ(evd_loop_create(&conf, &loop), 0);
+	CHECK_EQ(evd_ring_create("r", 8, count_events, &got, &ring), 0);
+	CHECK_EQ(evd_fd_create("f", efd, 0, count_events, &got, &f), 0);
+	CHECK_EQ(evd_loop_add(loop, ring), 0);
+	CHECK_EQ(evd_loop_add(loop, f), 0);
+	close(efd); /* the application's mistake */
+	CHECK_EQ(evd_loop_remove(loop, f), 0);
+	CHECK_EQ(evd_source_destroy(f), 0);
+	/* the file becomes readable: an entry left in the epoll set would wake
+	 * the loop on every wait, with the freed source's pointer */
+	CHECK_EQ(write(keep, &one, sizeof(one)), (ssize_t)sizeof(one));
+	CHECK_EQ(evd_loop_stats_reset(loop), 0);
+	for (int i = 0; i < 5; i++)
+		CHECK_EQ(evd_loop_step(loop), 0);
+	CHECK_EQ(evd_loop_stats_get(loop, &st), 0);
+	CHECK_EQ(st.sleeps, 5);
+	CHECK_EQ(st.wakeups, 0);
+	CHECK_EQ(st.sleep_timeouts, 5);
+	CHECK_EQ(got, 0);
+	/* the loop goes on serving what stayed */
+	{
+		struct evd_event ev = { 0 };
+
+		CHECK_EQ(evd_ring_post(ring, &ev), 0);
+		CHECK_EQ(evd_loop_step(loop), 1);
+	}
+	CHECK_EQ(evd_loop_remove(loop, ring), 0);
+	CHECK_EQ(evd_source_destroy(ring), 0);
+	CHECK_EQ(evd_loop_destroy(loop), 0);
+	close(keep);
+}
+
+/* ---- a one-shot timer cancelled after it fired --------------------------- */
+
+static void
+test_cancel_fired_one_shot(void)
+{
+	struct evd_loop_conf conf = { .policy = "intr", .max_sleep_us = 1000 };
+	struct evd_loop *loop;
+	struct evd_timer *t, *t2;
+	int fired = 0;
+
+	CHECK_EQ(evd_loop_create(&conf, &loop), 0);
+	CHECK_EQ(evd_timer_start(loop, 0, 0, on_timer, &fired, &t), 0);
+	CHECK_EQ(evd_loop_step(loop), 0);
+	CHECK_EQ(fired, 1);
+	CHECK_EQ(evd_timer_cancel(loop, t), 0); /* the handle was still valid */
+	/* one left fired and never cancelled is freed with the loop */
+	CHECK_EQ(evd_timer_start(loop, 0, 0, on_timer, &fired, &t2), 0);
+	CHECK_EQ(evd_loop_step(loop), 0);
+	CHECK_EQ(fired, 2);
+	CHECK_EQ(evd_loop_destroy(loop), 0);
+}
+
+/* ---- a ring destroyed while it holds events ------------------------------ */
+
+static void
+test_destroy_ring_with_events(void)
+{
+	struct evd_source *ring;
+	struct evd_event ev = { 0 };
+	uint64_t got = 0;
+
+	CHECK_EQ(evd_ring_create("r", 8, count_events, &got, &ring), 0);
+	CHECK_EQ(evd_ring_post(ring, &ev), 0);
+	CHECK_EQ(evd_ring_post(ring, &ev), 0);
+	CHECK_EQ(evd_ring_post(ring, &ev), 0);
+	CHECK_EQ(evd_source_destroy(ring), -EBUSY); /* not dropped unseen */
+	CHECK_EQ(evd_ring_count(ring), 3);
+	CHECK_EQ(evd_ring_discard(ring), 3); /* dropped, and told how many */
+	CHECK_EQ(evd_ring_discard(ring), 0);
+	CHECK_EQ(evd_source_destroy(ring), 0);
+	CHECK_EQ(got, 0);
+}
+
+/* ---- a source destroyed twice -------------------------------------------- */
+
+static int closes;
+
+static int
+poll_nothing(struct evd_source *s, uint16_t budget)
+{
+	(void)s;
+	(void)budget;
+	return 0;
+}
+
+static void
+count_close(struct evd_source *s)
+{
+	(void)s;
+	closes++;
+}
+
+static const struct evd_source_ops twice_ops = {
+	.kind = "twice",
+	.poll = poll_nothing,
+	.close = count_close,
+};
+
+static void
+test_destroy_twice(void)
+{
+	/* the driver's memory stays (its close does not free it), so the second
+	 * call reads no freed memory: the poison answers it */
+	struct evd_source s;
+
+	CHECK_EQ(evd_source_init(&s, &twice_ops, "twice", count_events, NULL), 0);
+	CHECK_EQ(evd_source_destroy(&s), 0);
+	CHECK_EQ(evd_source_destroy(&s), -EINVAL);
+	CHECK_EQ(closes, 1);
+	CHECK_EQ(evd_source_stats_reset(&s), -EINVAL);
+}
+
+int
+main(int argc, char **argv)
+{
+	TEST_NAMED(test_bad_arguments);
+	TEST_NAMED(test_control_from_another_thread);
+	TEST_NAMED(test_call_runs_at_destroy);
+	TEST_NAMED(test_fd_closed_while_registered);
+	TEST_NAMED(test_cancel_fired_one_shot);
+	TEST_NAMED(test_destroy_ring_with_events);
+	TEST_NAMED(test_destroy_twice);
+	return 0;
+}
