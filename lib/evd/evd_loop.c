@@ -841,10 +841,11 @@ evd_loop_add(struct evd_loop *loop, struct evd_source *src)
 	src->owed_since_ns = 0;
 	src->index = loop->n_src;
 	src->id = loop->next_src_id++;
-	/* per-source counts start now, for every source: with one source the
-	 * policy was told only the loop's totals */
-	for (uint32_t i = 0; i < loop->n_src; i++)
-		loop->src[i]->events_at_note = loop->src[i]->stats.events;
+	/* per-source counts start now: note_events keeps them from two sources
+	 * on, so only a lone source's, which it told the policy as the loop's
+	 * totals, needs a start (add stays O(1)) */
+	if (loop->n_src == 1)
+		loop->src[0]->events_at_note = loop->src[0]->stats.events;
 	src->events_at_note = src->stats.events;
 	src->loop = loop;
 	evd__registry_lock();
