@@ -1282,11 +1282,13 @@ after_wait(struct evd_loop *loop, uint64_t t0, enum evd_wake_reason why, bool na
 	uint32_t n;
 
 	set_mode(loop, EVD_MODE_POLL, t1);
-	cpu_sample(loop);
 	if (loop->policy.ops->on_wake != NULL)
 		loop->policy.ops->on_wake(loop->policy.state, t1, t1 > t0 ? t1 - t0 : 0, why);
 	evd__timers_run(loop, t1);
 	n = poll_all(loop, false);
+	/* after the poll: the CPU clock's read (a syscall on some hosts) would
+	 * delay the handlers of what woke us */
+	cpu_sample(loop);
 	ack_woken(loop);
 	if (nap)
 		settle_woken(loop, why, n);
