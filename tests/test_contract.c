@@ -271,21 +271,55 @@ note_call(struct evd_loop *loop, void *arg)
 	(*(int *)arg)++;
 }
 
+/* a call that queues another: both run, at the step or at destroy */
+static void
+call_again(struct evd_loop *loop, void *arg)
+{
+	(*(int *)arg)++;
+	CHECK_EQ(evd_loop_call(loop, note_call, arg), 0);
+}
+
 static void
 test_call_runs_at_destroy(void)
 {
 	struct evd_loop *loop;
+	struct evd_source *ring;
+	uint64_t got = 0;
 	int ran = 0;
 
 	CHECK_EQ(evd_loop_create(NULL, &loop), 0);
+	CHECK_EQ(evd_ring_create("r", 8, count_events, &got, &ring), 0);
+	CHECK_EQ(evd_loop_add(loop, ring), 0);
 	CHECK_EQ(evd_loop_call(loop, note_call, &ran), 0);
-	CHECK_EQ(evd_loop_call(loop, note_call, &ran), 0);
+	CHECK_EQ(evd_loop_call(loop, call_again, &ran), 0);
 	CHECK_EQ(ran, 0);
+	CHECK_EQ(evd_loop_destroy(loop), -EBUSY); /* refused: changes nothing */
+	CHECK_EQ(ran, 0);
+	CHECK_EQ(evd_loop_remove(loop, ring), 0);
+	CHECK_EQ(evd_source_destroy(ring), 0);
 	CHECK_EQ(evd_loop_destroy(loop), 0);
-	CHECK_EQ(ran, 2);
+	CHECK_EQ(ran, 3);
 }
 
 /* ---- an fd closed while registered, a dup of it open elsewhere ----------- */
+
+struct drained {
+	int fd;
+	uint64_t got; /* atomic */
+};
+
+/* a level fd's handler: read what made it ready */
+static void
+drain_fd(struct evd_source *s, void *burst, uint16_t n, void *arg)
+{
+	struct drained *d = arg;
+	char buf[64];
+
+	(void)s;
+	(void)burst;
+	if (read(d->fd, buf, sizeof(buf)) > 0)
+		__atomic_fetch_add(&d->got, n, __ATOMIC_RELAXED);
+}
 
 static void
 test_fd_closed_while_registered(void)
@@ -330,6 +364,78 @@ test_fd_closed_while_registered(void)
 	CHECK_EQ(evd_source_destroy(ring), 0);
 	CHECK_EQ(evd_loop_destroy(loop), 0);
 	close(keep);
+}
+
+/* The closed fd's number reused by the next registered source: removing the
+ * first must leave the second watched (EPOLL_CTL_DEL on the number took the
+ * new file's entry: its data waited for the sleep's timeout). */
+static void
+test_fd_number_reused(void)
+{
+	struct evd_loop_conf conf = { .policy = "intr", .max_sleep_us = 30000000 };
+	struct runner r;
+	struct evd_source *a, *b;
+	struct evd_loop_stats st;
+	struct drained da, db;
+	int pa[2], pb[2], keep;
+
+	CHECK_EQ(pipe(pa), 0);
+	keep = dup(pa[0]);
+	da = (struct drained){ pa[0], 0 };
+	CHECK_EQ(evd_loop_create(&conf, &r.loop), 0);
+	CHECK_EQ(evd_fd_create("a", pa[0], 0, drain_fd, &da, &a), 0);
+	CHECK_EQ(evd_loop_add(r.loop, a), 0);
+	close(pa[0]);                    /* the application's mistake... */
+	CHECK_EQ(pipe(pb), 0);
+	CHECK_EQ(pb[0], pa[0]);          /* ...and the number comes back */
+	db = (struct drained){ pb[0], 0 };
+	CHECK_EQ(evd_fd_create("b", pb[0], 0, drain_fd, &db, &b), 0);
+	CHECK_EQ(evd_loop_add(r.loop, b), 0); /* a is found stale: unwatched */
+	CHECK_EQ(evd_loop_remove(r.loop, a), 0);
+	CHECK_EQ(evd_source_destroy(a), 0);
+	CHECK_EQ(pthread_create(&r.thread, NULL, run_loop, &r), 0);
+	test_wait_asleep(r.loop, 1000);
+	CHECK_EQ(write(pb[1], "x", 1), 1);
+	while (__atomic_load_n(&db.got, __ATOMIC_RELAXED) == 0)
+		test_sleep_us(100);
+	CHECK_EQ(evd_loop_stop(r.loop), 0);
+	CHECK_EQ(pthread_join(r.thread, NULL), 0);
+	CHECK_EQ(evd_loop_stats_get(r.loop, &st), 0);
+	CHECK_EQ(st.sleep_timeouts, 0); /* b's data woke the loop */
+	CHECK_EQ(da.got, 0);
+	CHECK_EQ(evd_loop_remove(r.loop, b), 0);
+	CHECK_EQ(evd_source_destroy(b), 0);
+	CHECK_EQ(evd_loop_destroy(r.loop), 0);
+	close(pb[0]);
+	close(pb[1]);
+	close(pa[1]);
+	close(keep);
+}
+
+/* An fd closed under a registered source (no dup): its poll fails once,
+ * then the source is neither polled nor watched until it is removed. */
+static void
+test_fd_closed_fails_once(void)
+{
+	struct evd_loop_conf conf = { .policy = "poll" };
+	struct evd_loop *loop;
+	struct evd_source *f;
+	struct evd_source_stats ss;
+	uint64_t got = 0;
+	int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+
+	CHECK_EQ(evd_loop_create(&conf, &loop), 0);
+	CHECK_EQ(evd_fd_create("f", efd, 0, count_events, &got, &f), 0);
+	CHECK_EQ(evd_loop_add(loop, f), 0);
+	close(efd);
+	for (int i = 0; i < 100; i++)
+		CHECK_EQ(evd_loop_step(loop), 0);
+	CHECK_EQ(evd_source_stats_get(f, &ss), 0);
+	CHECK_EQ(ss.errors, 1);
+	CHECK_EQ(ss.polls, 1);
+	CHECK_EQ(evd_loop_remove(loop, f), 0);
+	CHECK_EQ(evd_source_destroy(f), 0);
+	CHECK_EQ(evd_loop_destroy(loop), 0);
 }
 
 /* ---- a one-shot timer cancelled after it fired --------------------------- */
@@ -421,6 +527,8 @@ main(int argc, char **argv)
 	TEST_NAMED(test_control_from_another_thread);
 	TEST_NAMED(test_call_runs_at_destroy);
 	TEST_NAMED(test_fd_closed_while_registered);
+	TEST_NAMED(test_fd_number_reused);
+	TEST_NAMED(test_fd_closed_fails_once);
 	TEST_NAMED(test_cancel_fired_one_shot);
 	TEST_NAMED(test_destroy_ring_with_events);
 	TEST_NAMED(test_destroy_twice);

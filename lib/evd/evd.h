@@ -212,9 +212,10 @@ typedef void (*evd_handler_t)(struct evd_source *src, void *burst, uint16_t n, v
 int evd_loop_create(const struct evd_loop_conf *conf, struct evd_loop **out);
 
 /**
- * Destroy a loop. Any thread, while no thread runs the loop. Calls still
- * queued by evd_loop_call() run first, on the calling thread. Every source
- * must have been removed. Timers, pending or fired, are freed with it
+ * Destroy a loop. Any thread, while no thread runs the loop. Every source
+ * must have been removed. Calls still queued by evd_loop_call(), and those
+ * they queue, run first, on the calling thread (a refused destroy runs
+ * none). Timers, pending or fired, are freed with it
  * (their handles are then dangling; their arguments are the caller's to
  * release).
  * @param loop  The loop.
@@ -487,9 +488,13 @@ int evd_ring_discard(struct evd_source *ring);
  * @param handler Called on the loop thread while the fd is ready.
  * @param arg     The handler's last argument.
  * @param out     The new source, to evd_loop_add().
- * Any thread. Closing the fd while the source is registered is an error the
- * loop survives: its polls fail (counted, logged once a second), and
- * evd_loop_remove() logs it and drops the fd's epoll entry.
+ * Any thread. Remove the source before closing the fd. Closing it while the
+ * source is registered is an error the loop survives: at its first failed
+ * poll, or when another source is registered under the same fd number, the
+ * source stops being polled and watched (logged once; remove it), and
+ * evd_loop_remove() drops its epoll entry. If the number is reused by a file
+ * that is not on the loop meanwhile, the source watches that file until it
+ * is removed: nothing can tell the two apart.
  * @return 0; -EINVAL for a negative fd, a NULL handler or @p out, a name of
  *   EVD_NAME_MAX bytes or more, or EPOLLET, EPOLLONESHOT or EPOLLEXCLUSIVE
  *   in @p events; -ENOMEM.

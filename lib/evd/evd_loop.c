@@ -523,7 +523,7 @@ evd_loop_create(const struct evd_loop_conf *conf, struct evd_loop **out)
 
 	loop = calloc(1, sizeof(*loop));
 	if (loop == NULL)
-		return -ENOMEM;
+		return EVD_ARG_ERR(-ENOMEM, "evd_loop_create: no memory");
 	loop->epfd = -1;
 	loop->wake_fd = -1;
 	loop->free_key = UINT32_MAX;
@@ -556,6 +556,7 @@ evd_loop_create(const struct evd_loop_conf *conf, struct evd_loop **out)
 	if (loop->epfd < 0 || loop->wake_fd < 0 ||
 	    epoll_ctl(loop->epfd, EPOLL_CTL_ADD, loop->wake_fd, &ev) < 0) {
 		rc = -errno;
+		EVD_LOG(ERR, "evd_loop_create %s: epoll set or eventfd: %s", loop->name, strerror(-rc));
 		goto fail;
 	}
 	loop->mode = EVD_MODE_POLL;
@@ -581,6 +582,7 @@ fail:
 int
 evd_loop_destroy(struct evd_loop *loop)
 {
+	uint32_t n_src;
 	int held;
 
 	if (!evd__live_loop(loop, "evd_loop_destroy"))
@@ -588,19 +590,23 @@ evd_loop_destroy(struct evd_loop *loop)
 	held = hold_take(loop, EVD__CONTROL);
 	if (held < 0)
 		return EVD_ARG_ERR(held, "evd_loop_destroy %s: the loop is running", loop->name);
-	/* the calls still queued run here, so that what they hold is released */
-	run_calls(loop);
-	if (loop->n_src > 0) {
+	n_src = loop->n_src;
+	if (n_src == 0) {
+		/* an evd_loop_stop() or evd_loop_call() on another thread may
+		 * still be ringing the doorbell: let it finish */
+		while (__atomic_load_n(&loop->wakers, __ATOMIC_ACQUIRE) != 0)
+			sched_yield();
+		/* the calls still queued run here, so that what they hold is
+		 * released; those they queue too */
+		while (__atomic_load_n(&loop->calls, __ATOMIC_ACQUIRE) != NULL)
+			run_calls(loop);
+		n_src = loop->n_src; /* a call may have added one */
+	}
+	if (n_src > 0) {
 		hold_release(loop);
 		return EVD_ARG_ERR(-EBUSY, "evd_loop_destroy %s: %u sources still on it", loop->name,
-				   loop->n_src);
+				   n_src);
 	}
-	/* an evd_loop_stop() or evd_loop_call() on another thread may still be
-	 * ringing the doorbell: let it finish */
-	while (__atomic_load_n(&loop->wakers, __ATOMIC_ACQUIRE) != 0)
-		sched_yield();
-	/* a call queued meanwhile is run, not leaked */
-	run_calls(loop);
 	loop->magic = 0;
 	evd__registry_remove(loop);
 	evd__timers_free(&loop->timers);
@@ -609,6 +615,7 @@ evd_loop_destroy(struct evd_loop *loop)
 	close(loop->wake_fd);
 	free(loop->src);
 	free(loop->keys);
+	free(loop->fd_key);
 	free(loop->trace);
 	free(loop);
 	return 0;
@@ -738,10 +745,58 @@ watch(struct evd_loop *loop, int epfd, struct evd_source *s)
 	return epoll_ctl(epfd, EPOLL_CTL_ADD, s->notify_fd, &ev) < 0 ? -errno : 0;
 }
 
+/* Which key slot watches fd number f (0: none), in the loop's fd table. */
+static uint32_t *
+fd_key_at(struct evd_loop *loop, int f)
+{
+	if ((uint32_t)f >= loop->n_fd_key) {
+		uint32_t n = RTE_MAX((uint32_t)f + 1, loop->n_fd_key * 2);
+		uint32_t *a = realloc(loop->fd_key, n * sizeof(*a));
+
+		if (a == NULL)
+			return NULL;
+		memset(a + loop->n_fd_key, 0, (n - loop->n_fd_key) * sizeof(*a));
+		loop->fd_key = a;
+		loop->n_fd_key = n;
+	}
+	return &loop->fd_key[f];
+}
+
+/* A source whose fd was closed under it: it is no longer polled (its fd
+ * number may name another file now) nor watched; it stays registered until
+ * the application removes it. Logged once. */
+static void
+unwatch(struct evd_loop *loop, struct evd_source *s, const char *why)
+{
+	EVD_LOG(ERR, "loop %s: source %s: %s (fd %d closed while registered?): no longer polled "
+		"nor watched; remove it", loop->name, s->name, why, s->notify_fd);
+	if (s->has_fd && (uint32_t)s->notify_fd < loop->n_fd_key)
+		loop->fd_key[s->notify_fd] = 0;
+	s->failed = 1;
+	s->has_fd = 0;
+	s->notify_fd = -1;
+	s->armed = EVD_ARM_NONE;
+	s->owed_since_ns = 0;
+}
+
+static void epoll_rebuild(struct evd_loop *loop);
+
+/* The source failed as unwatch() says; its entry, which EPOLL_CTL_DEL may
+ * no longer reach, leaves with a rebuilt epoll set. */
+static void
+source_fail(struct evd_loop *loop, struct evd_source *s, const char *why)
+{
+	bool watched = s->has_fd;
+
+	unwatch(loop, s, why);
+	if (watched)
+		epoll_rebuild(loop);
+}
+
 /* An entry EPOLL_CTL_DEL could not reach (its fd was closed while the
  * source was registered; a dup elsewhere keeps the file, and the entry
  * firing): replace the loop's epoll set by one with only the entries it
- * should have. A source whose fd is gone too becomes poll-only. */
+ * should have. A source whose fd is gone too is unwatched. */
 static void
 epoll_rebuild(struct evd_loop *loop)
 {
@@ -756,15 +811,9 @@ epoll_rebuild(struct evd_loop *loop)
 	}
 	for (uint32_t i = 0; i < loop->n_src; i++) {
 		struct evd_source *s = loop->src[i];
-		int rc;
 
-		if (!s->has_fd || (rc = watch(loop, fd, s)) == 0)
-			continue;
-		source_error(loop, s, "epoll_ctl(ADD) of its fd", rc);
-		s->has_fd = 0;
-		s->notify_fd = -1;
-		s->armed = EVD_ARM_NONE;
-		loop->n_poll_only++;
+		if (s->has_fd && watch(loop, fd, s) < 0)
+			unwatch(loop, s, "its fd is gone");
 	}
 	/* dup3 closes the old set in the same step: its stale entry goes with it */
 	if (dup3(fd, loop->epfd, O_CLOEXEC) < 0)
@@ -820,8 +869,10 @@ evd_loop_add(struct evd_loop *loop, struct evd_source *src)
 	}
 	key_take(loop, src);
 	if (fd >= 0) {
+		uint32_t *owner = fd_key_at(loop, fd);
+
 		src->notify_fd = fd;
-		rc = watch(loop, loop->epfd, src);
+		rc = owner == NULL ? -ENOMEM : watch(loop, loop->epfd, src);
 		if (rc < 0) {
 			EVD_LOG(ERR, "loop %s: source %s: epoll_ctl(ADD, %d): %s", loop->name,
 				src->name, fd, strerror(-rc));
@@ -829,6 +880,22 @@ evd_loop_add(struct evd_loop *loop, struct evd_source *src)
 			src->notify_fd = -1;
 			goto out;
 		}
+		/* a source registered under this number whose file is not this
+		 * one (epoll took both): its fd was closed, the number reused;
+		 * the set is rebuilt without it, and this one goes in again */
+		if (*owner != 0) {
+			source_fail(loop, loop->keys[*owner - 1].src, "its fd number now names "
+				    "another file");
+			rc = watch(loop, loop->epfd, src);
+			if (rc < 0) {
+				EVD_LOG(ERR, "loop %s: source %s: epoll_ctl(ADD, %d): %s",
+					loop->name, src->name, fd, strerror(-rc));
+				key_give_back(loop, src);
+				src->notify_fd = -1;
+				goto out;
+			}
+		}
+		*owner = src->key + 1;
 		src->has_fd = 1;
 	} else {
 		src->has_fd = 0;
@@ -838,6 +905,7 @@ evd_loop_add(struct evd_loop *loop, struct evd_source *src)
 	src->armed = EVD_ARM_NONE;
 	src->woken = 0;
 	src->removing = 0;
+	src->failed = 0;
 	src->owed_since_ns = 0;
 	src->index = loop->n_src;
 	src->id = loop->next_src_id++;
@@ -905,6 +973,7 @@ detach(struct evd_loop *loop, struct evd_source *s)
 	if (s->has_fd) {
 		if (s->ops->ack != NULL && fd_ready(s->notify_fd))
 			ack_one(loop, s);
+		loop->fd_key[s->notify_fd] = 0;
 		if (epoll_ctl(loop->epfd, EPOLL_CTL_DEL, s->notify_fd, NULL) < 0) {
 			EVD_LOG(WARNING, "loop %s: source %s: fd %d was closed while registered "
 				"(EPOLL_CTL_DEL: %s)", loop->name, s->name, s->notify_fd,
@@ -912,7 +981,7 @@ detach(struct evd_loop *loop, struct evd_source *s)
 			s->has_fd = 0; /* out of the rebuilt set */
 			epoll_rebuild(loop);
 		}
-	} else {
+	} else if (!s->failed) {
 		loop->n_poll_only--;
 	}
 	key_give_back(loop, s);
@@ -922,6 +991,7 @@ detach(struct evd_loop *loop, struct evd_source *s)
 	evd__registry_unlock();
 	s->loop = NULL;
 	s->removing = 0;
+	s->failed = 0;
 	s->woken = 0;
 }
 
@@ -976,7 +1046,7 @@ poll_all(struct evd_loop *loop, bool repoll)
 		struct evd_source *s = loop->src[i];
 		int n;
 
-		if (unlikely(s->removing))
+		if (unlikely(s->removing | s->failed))
 			continue;
 		n = s->ops->poll(s, loop->burst);
 		EVD_STAT_ADD(s->stats.polls, 1);
@@ -986,6 +1056,8 @@ poll_all(struct evd_loop *loop, bool repoll)
 		}
 		if (unlikely(n < 0)) {
 			source_error(loop, s, "poll", n);
+			if (n == -EBADF) /* closed under it: would fail every round */
+				source_fail(loop, s, "poll: bad fd");
 			continue;
 		}
 		EVD_STAT_ADD(s->stats.events, n);

@@ -180,6 +180,8 @@ struct evd_loop {
 	uint32_t n_src, cap_src;
 	struct evd__key_slot *keys; /* epoll keys (slot | gen << 32) */
 	uint32_t n_keys, free_key; /* slots used so far; first free (UINT32_MAX: none) */
+	uint32_t *fd_key;          /* by fd number: key slot + 1 of the source watching it */
+	uint32_t n_fd_key;
 	uint32_t n_poll_only;
 	uint32_t next_src_id;    /* evd_source.id of the next source added */
 	uint32_t wakers;         /* atomic: evd_loop_stop() and evd_loop_call() under way */

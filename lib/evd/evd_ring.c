@@ -184,7 +184,7 @@ evd_ring_create(const char *name, uint32_t size, evd_handler_t handler, void *ar
 	sz = rte_align32pow2(size);
 	r = aligned_alloc(RTE_CACHE_LINE_SIZE, RTE_ALIGN_CEIL(sizeof(*r), RTE_CACHE_LINE_SIZE));
 	if (r == NULL)
-		return -ENOMEM;
+		return EVD_ARG_ERR(-ENOMEM, "evd_ring_create %s: no memory", name ? name : "");
 	memset(r, 0, sizeof(*r));
 	rc = evd_source_init(&r->src, &ring_ops, name, handler, arg);
 	if (rc < 0) {
@@ -196,7 +196,8 @@ evd_ring_create(const char *name, uint32_t size, evd_handler_t handler, void *ar
 				 RTE_ALIGN_CEIL(sz * sizeof(*r->slots), RTE_CACHE_LINE_SIZE));
 	if (r->slots == NULL) {
 		free(r);
-		return -ENOMEM;
+		return EVD_ARG_ERR(-ENOMEM, "evd_ring_create %s: no memory for %u slots",
+				   name ? name : "", sz);
 	}
 	for (uint32_t i = 0; i < sz; i++) {
 		memset(&r->slots[i].ev, 0, sizeof(r->slots[i].ev));
@@ -209,7 +210,8 @@ evd_ring_create(const char *name, uint32_t size, evd_handler_t handler, void *ar
 		rc = -errno;
 		free(r->slots);
 		free(r);
-		return rc;
+		return EVD_ARG_ERR(rc, "evd_ring_create %s: eventfd: %s", name ? name : "",
+				   strerror(-rc));
 	}
 	*out = &r->src;
 	return 0;

@@ -95,6 +95,7 @@ struct evd_source {
 	uint8_t armed;         /**< enum evd_arm_state. */
 	uint8_t woken;         /**< Its fd was ready in the last wake. */
 	uint8_t removing;      /**< Removal requested from a handler. */
+	uint8_t failed;        /**< Its fd was closed under it: neither polled nor watched. */
 	uint8_t has_fd;        /**< It has a notification fd (else poll-only). */
 	int notify_fd;         /**< That fd, in the loop's epoll set; -1 if none. */
 	uint64_t events_at_sleep; /**< stats.events when the loop last went to sleep. */
