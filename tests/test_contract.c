@@ -139,6 +139,15 @@ test_bad_arguments(void)
 	REFUSED(evd_source_destroy(NULL), -EINVAL, "source");
 	REFUSED(evd_source_stats_get(ring, NULL), -EINVAL, "st");
 	REFUSED(evd_ring_discard(NULL), -EINVAL, "not a ring");
+	REFUSED(evd_loop_create(&(struct evd_loop_conf){ .max_sources = EVD_MAX_SOURCES + 1 },
+				&scratch), -EINVAL, "max_sources");
+	CHECK_EQ(evd_loop_create(&(struct evd_loop_conf){ .max_sources = 1 }, &scratch), 0);
+	CHECK_EQ(evd_loop_add(scratch, ring), 0);
+	CHECK_EQ(evd_ring_create("r2", 8, count_events, &got, &fd), 0);
+	REFUSED(evd_loop_add(scratch, fd), -ENOSPC, "max_sources");
+	CHECK_EQ(evd_source_destroy(fd), 0);
+	CHECK_EQ(evd_loop_remove(scratch, ring), 0);
+	CHECK_EQ(evd_loop_destroy(scratch), 0);
 	CHECK_EQ(evd_loop_add(loop, ring), 0);
 	REFUSED(evd_loop_add(other, ring), -EINVAL, "already on loop");
 	REFUSED(evd_source_destroy(ring), -EBUSY, "still on loop");

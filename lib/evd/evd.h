@@ -64,6 +64,11 @@ struct evd_timer;
  * the drivers' sources) is cut to its first EVD_NAME_MAX - 1 characters. */
 #define EVD_NAME_MAX 32
 
+/** Default of evd_loop_conf.max_sources. */
+#define EVD_DEFAULT_MAX_SOURCES (1u << 20)
+/** Largest evd_loop_conf.max_sources. */
+#define EVD_MAX_SOURCES (1u << 24)
+
 /** Default bound on any single sleep, in microseconds. */
 #define EVD_DEFAULT_MAX_SLEEP_US 100000
 /** Default bound on a sleep while a poll-only source is registered, in microseconds. */
@@ -131,6 +136,9 @@ struct evd_loop_conf {
 	void (*on_idle)(struct evd_loop *loop, void *arg);
 	/** Argument for on_idle. */
 	void *on_idle_arg;
+	/** Most sources the loop takes (evd_loop_add() past it: -ENOSPC), at
+	 *  most EVD_MAX_SOURCES; 0 gives EVD_DEFAULT_MAX_SOURCES. */
+	uint32_t max_sources;
 };
 
 /** What the loop is doing right now (also the three columns of the time stats). */
@@ -205,7 +213,8 @@ typedef void (*evd_handler_t)(struct evd_source *src, void *burst, uint16_t n, v
  * @param conf  Configuration (may be NULL for all defaults).
  * @param out   Receives the loop.
  * @return 0; -EINVAL for a NULL @p out, a name of EVD_NAME_MAX bytes or
- *   more, a burst over 256, a clock without now_ns, or a bad policy spec
+ *   more, a burst over 256, max_sources over EVD_MAX_SOURCES, a clock
+ *   without now_ns, or a bad policy spec
  *   (the log names the bad key); -ENOENT for an unknown policy name;
  *   -ENOMEM; or an errno from epoll_create1()/eventfd().
  */
@@ -233,7 +242,8 @@ int evd_loop_destroy(struct evd_loop *loop);
  * @param loop  The loop.
  * @param src   A source on no loop.
  * @return 0; -EINVAL for NULL or destroyed arguments, or a source already on
- *   a loop; -EBUSY (another thread runs the loop); -ENOMEM; the error of the
+ *   a loop; -EBUSY (another thread runs the loop); -ENOSPC if the loop holds
+ *   evd_loop_conf.max_sources already; -ENOMEM; the error of the
  *   source's fd op (other than -ENOTSUP: poll-only); or an errno from
  *   epoll_ctl().
  */

@@ -518,6 +518,9 @@ evd_loop_create(const struct evd_loop_conf *conf, struct evd_loop **out)
 	if (conf->burst > MAX_BURST)
 		return EVD_ARG_ERR(-EINVAL, "evd_loop_create: burst %u exceeds %d", conf->burst,
 				   MAX_BURST);
+	if (conf->max_sources > EVD_MAX_SOURCES)
+		return EVD_ARG_ERR(-EINVAL, "evd_loop_create: max_sources %u exceeds %u",
+				   conf->max_sources, EVD_MAX_SOURCES);
 	if (conf->clock != NULL && conf->clock->now_ns == NULL)
 		return EVD_ARG_ERR(-EINVAL, "evd_loop_create: clock->now_ns is NULL");
 
@@ -542,6 +545,7 @@ evd_loop_create(const struct evd_loop_conf *conf, struct evd_loop **out)
 					      conf->poll_only_bound_us :
 					      EVD_DEFAULT_POLL_ONLY_BOUND_US);
 	loop->burst = conf->burst ? conf->burst : 32;
+	loop->max_src = conf->max_sources ? conf->max_sources : EVD_DEFAULT_MAX_SOURCES;
 	loop->on_error = conf->on_error;
 	loop->on_error_arg = conf->on_error_arg;
 	loop->on_idle = conf->on_idle;
@@ -839,6 +843,11 @@ evd_loop_add(struct evd_loop *loop, struct evd_source *src)
 	held = evd__control_enter(loop, "evd_loop_add");
 	if (held < 0)
 		return held;
+	if (loop->n_src >= loop->max_src) {
+		rc = EVD_ARG_ERR(-ENOSPC, "evd_loop_add %s: source %s: the loop holds its "
+				 "max_sources (%u) already", loop->name, src->name, loop->max_src);
+		goto out;
+	}
 	if (src->ops->fd != NULL) {
 		fd = src->ops->fd(src);
 		if (fd < 0 && fd != -ENOTSUP) {

@@ -177,7 +177,7 @@ struct evd_loop {
 	bool pending_removal;
 
 	struct evd_source **src;
-	uint32_t n_src, cap_src;
+	uint32_t n_src, cap_src, max_src;
 	struct evd__key_slot *keys; /* epoll keys (slot | gen << 32) */
 	uint32_t n_keys, free_key; /* slots used so far; first free (UINT32_MAX: none) */
 	uint32_t *fd_key;          /* by fd number: key slot + 1 of the source watching it */
