@@ -60,8 +60,7 @@ struct evd_source;
 struct evd_timer;
 
 /** Maximum length of a loop or source name, including the terminating NUL: a
- * longer loop name is refused (-EINVAL); a longer source name (rings, fds,
- * the drivers' sources) is cut to its first EVD_NAME_MAX - 1 characters. */
+ * longer one is refused (-EINVAL). */
 #define EVD_NAME_MAX 32
 
 /** Default of evd_loop_conf.max_sources. */
@@ -469,14 +468,15 @@ int evd_ring_post(struct evd_source *ring, const struct evd_event *ev);
  */
 int evd_ring_post_burst(struct evd_source *ring, const struct evd_event *ev, unsigned int n);
 
-/** Events currently in the ring (approximate while producers run); 0 (logged)
- * for NULL or a source that is not a ring. Any thread. */
+/** Events currently in the ring (approximate while producers run, at most
+ * its size); 0 (logged) for NULL or a source that is not a ring. Any thread. */
 unsigned int evd_ring_count(const struct evd_source *ring);
 
 /**
  * Drop the events a ring still holds, so that it can be destroyed. Any
- * thread, while the ring is on no loop; producers may still post (what they
- * post after it returns stays).
+ * thread, one at a time (it takes the consumer's side), while the ring is
+ * on no loop; producers may still post (what they post after it returns
+ * stays).
  * @param ring  The ring.
  * @return the number of events dropped (logged as a warning when above 0);
  *   -EINVAL for NULL or a source that is not a ring; -EBUSY if it is on a

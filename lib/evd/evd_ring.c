@@ -337,5 +337,7 @@ evd_ring_count(const struct evd_source *s)
 	uint64_t t = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE); /* tail first: never past head */
 	uint64_t h = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
 
-	return (unsigned int)(h - t);
+	/* tail, then head: a post and a poll between the reads can make the
+	 * difference exceed what the ring holds */
+	return (unsigned int)RTE_MIN(h - t, (uint64_t)r->size);
 }
