@@ -11,6 +11,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <rte_log.h>
+
 #include <evd.h>
 #include <evd_policy.h>
 
@@ -54,6 +56,60 @@
 		fflush(stdout);                                                           \
 		fn(__VA_ARGS__);                                                          \
 		printf("ok %s\n", #fn);                                                   \
+	} while (0)
+
+/* The log while one call runs (rte_openlog_stream into memory). */
+struct test_log {
+	FILE *f;
+	char *buf;
+	size_t len;
+};
+
+static inline struct test_log *
+test_log(void)
+{
+	static struct test_log l;
+
+	return &l;
+}
+
+static inline void
+test_log_begin(void)
+{
+	struct test_log *l = test_log();
+
+	l->f = open_memstream(&l->buf, &l->len);
+	CHECK(l->f != NULL);
+	CHECK_EQ(rte_openlog_stream(l->f), 0);
+}
+
+/* A refused call logged exactly one line of its own (lines that start with
+ * @p prefix: another library's are not counted), naming @p want. */
+static inline void
+test_log_end(const char *prefix, const char *want, const char *file, int line)
+{
+	struct test_log *l = test_log();
+	int lines = 0;
+
+	rte_openlog_stream(NULL);
+	fclose(l->f);
+	for (const char *p = l->buf; (p = strstr(p, prefix)) != NULL; p++)
+		lines++;
+	if (lines != 1 || strstr(l->buf, want) == NULL) {
+		fprintf(stderr, "FAIL %s:%d: %d lines of %s, want one naming '%s':\n%s", file,
+			line, lines, prefix, want, l->buf);
+		exit(1);
+	}
+	free(l->buf);
+	l->buf = NULL;
+}
+
+/* call returns want_rc and logs one line (prefix ...) naming want_log */
+#define CHECK_LOGGED(call, want_rc, prefix, want_log)                                     \
+	do {                                                                              \
+		test_log_begin();                                                         \
+		CHECK_EQ((call), (want_rc));                                              \
+		test_log_end((prefix), (want_log), __FILE__, __LINE__);                   \
 	} while (0)
 
 static inline uint64_t
