@@ -477,6 +477,22 @@ test_destroy_twice(void)
 	CHECK_EQ(evd_source_stats_reset(&s), -EINVAL);
 }
 
+static void
+test_loop_lookup(void)
+{
+	struct evd_loop *a, *b;
+
+	CHECK_EQ(evd_loop_create(&(struct evd_loop_conf){ .name = "lookup-a" }, &a), 0);
+	CHECK_EQ(evd_loop_create(&(struct evd_loop_conf){ .name = "lookup-b" }, &b), 0);
+	CHECK(evd_loop_lookup("lookup-a") == a);
+	CHECK(evd_loop_lookup("lookup-b") == b);
+	CHECK(evd_loop_lookup("lookup-c") == NULL);
+	REFUSED(evd_loop_lookup(NULL) == NULL, 1, "name");
+	CHECK_EQ(evd_loop_destroy(a), 0);
+	CHECK(evd_loop_lookup("lookup-a") == NULL);
+	CHECK_EQ(evd_loop_destroy(b), 0);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -489,5 +505,6 @@ main(int argc, char **argv)
 	TEST_NAMED(test_cancel_fired_one_shot);
 	TEST_NAMED(test_destroy_ring_with_events);
 	TEST_NAMED(test_destroy_twice);
+	TEST_NAMED(test_loop_lookup);
 	return 0;
 }

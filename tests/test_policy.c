@@ -8,6 +8,7 @@
 
 #include <evd.h>
 #include <evd_policy.h>
+#include <strings.h>
 
 #include "evd_test.h"
 #include "napper_policy.h"
@@ -66,7 +67,8 @@ test_spec_errors(void)
 		{ "adaptive:Budget=1", -EINVAL, "'Budget'" },
 		{ "poll:x=1", -EINVAL, "'x'" },
 		{ "intr:budget_us=1", -EINVAL, "'budget_us'" },
-		{ "Adaptive", -EINVAL, "bad policy name" },
+		{ "Adaptiv", -ENOENT, "(policies: adaptive, poll, intr" }, /* names the valid ones */
+		{ "ada ptive", -EINVAL, "bad policy name" },
 		{ "nosuch", -ENOENT, "'nosuch'" },
 		{ "l3fwd:timeout_ms=0", -EINVAL, "timeout_ms" },
 		{ "napi:bogus=1", -EINVAL, "'bogus'" },
@@ -98,6 +100,8 @@ static void
 test_spec_ok(void)
 {
 	static const char *good[] = {
+		"Adaptive", /* names are not case-sensitive */
+		"INTR",
 		"adaptive", "poll", "intr", "adaptive:budget_us=50",
 		"adaptive:learn=0,spin_pct=10,pause_ns=500", "l3fwd", "pmdmgmt", "napi",
 		"adaptive:learn=0,guard_us=100",
@@ -112,7 +116,7 @@ test_spec_ok(void)
 
 		CHECK_EQ(evd_policy_validate(good[i]), 0);
 		CHECK_EQ(evd_loop_create(&conf, &loop), 0);
-		CHECK(strncmp(evd_loop_policy_name(loop), good[i], strlen(evd_loop_policy_name(loop))) == 0);
+		CHECK(strncasecmp(evd_loop_policy_name(loop), good[i], strlen(evd_loop_policy_name(loop))) == 0);
 		CHECK_EQ(evd_loop_destroy(loop), 0);
 	}
 }

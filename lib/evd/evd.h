@@ -323,6 +323,15 @@ int evd_loop_stop(struct evd_loop *loop);
  * @return 0; -EBUSY while running; -EINVAL for NULL or a destroyed loop. */
 int evd_loop_resume(struct evd_loop *loop);
 
+/**
+ * The loop named @p name (created and not destroyed), as telemetry lists it;
+ * the one created last where several share the name. Any thread; the loop
+ * may be destroyed once this returns, as for any pointer the caller holds.
+ * @param name  The loop's name (evd_loop_conf.name; "evd" by default).
+ * @return the loop; NULL if none has that name, or (logged) for NULL.
+ */
+struct evd_loop *evd_loop_lookup(const char *name);
+
 /** The loop's name (NULL for NULL). Any thread. */
 const char *evd_loop_name(const struct evd_loop *loop);
 

@@ -1723,6 +1723,19 @@ evd_policy_register(const struct evd_policy_ops *ops)
 	return rc;
 }
 
+/* The registered names, ", "-separated, into buf (cut to len). */
+static void
+names(char *buf, size_t len)
+{
+	size_t at = 0;
+
+	buf[0] = '\0';
+	pthread_mutex_lock(&registry_lock);
+	for (int i = 0; i < MAX_POLICIES && registry[i] != NULL && at < len; i++)
+		at += (size_t)snprintf(buf + at, len - at, "%s%s", i ? ", " : "", registry[i]->name);
+	pthread_mutex_unlock(&registry_lock);
+}
+
 static const struct evd_policy_ops *
 lookup(const char *name)
 {
@@ -1767,6 +1780,9 @@ parse_spec(const char *spec, struct parsed_spec *ps)
 	colon = strchr(ps->buf, ':');
 	if (colon != NULL)
 		*colon = '\0';
+	/* names are registered in lower case; "Adaptive" means adaptive */
+	for (char *c = ps->buf; *c != '\0'; c++)
+		*c = (char)tolower((unsigned char)*c);
 	if (!valid_name(ps->name)) {
 		EVD_LOG(ERR, "policy spec '%s': bad policy name '%s'", spec, ps->name);
 		return -EINVAL;
@@ -1836,7 +1852,11 @@ instantiate(const char *spec, bool calibrate, struct evd_policy *out)
 		return rc;
 	ops = lookup(ps.name);
 	if (ops == NULL) {
-		EVD_LOG(ERR, "policy spec '%s': unknown policy '%s'", spec, ps.name);
+		char known[256];
+
+		names(known, sizeof(known));
+		EVD_LOG(ERR, "policy spec '%s': unknown policy '%s' (policies: %s)", spec, ps.name,
+			known);
 		return -ENOENT;
 	}
 	if (ops->create != NULL) {

@@ -8,8 +8,9 @@
  *
  * A policy is chosen by a spec string: `NAME[:KEY=VALUE[,KEY=VALUE...]]`,
  * for example `adaptive`, `poll`, `intr`, `adaptive:budget_us=200`.
- * Values are unsigned decimal integers. An unknown name is -ENOENT; an
- * unknown key, a repeated key or a bad value is -EINVAL and the log names it;
+ * Values are unsigned decimal integers. Names are not case-sensitive
+ * (`Adaptive` is `adaptive`). An unknown name is -ENOENT and the log lists
+ * the registered ones; an unknown key, a repeated key or a bad value is -EINVAL and the log names it;
  * so is a spec of 256 characters or more, or of more than 16 keys.
  *
  * Built-ins:

@@ -89,6 +89,23 @@ lock_find(const char *param)
 	return NULL;
 }
 
+struct evd_loop *
+evd_loop_lookup(const char *name)
+{
+	struct evd_loop *found = NULL;
+
+	if (name == NULL) {
+		EVD_LOG(ERR, "evd_loop_lookup: name is NULL");
+		return NULL;
+	}
+	evd__registry_lock();
+	for (struct evd_loop *l = loops; l != NULL && found == NULL; l = l->tm_next)
+		if (strcmp(l->name, name) == 0)
+			found = l;
+	evd__registry_unlock();
+	return found;
+}
+
 static const char *const mode_name[EVD_MODE_COUNT] = { "poll", "pause", "sleep" };
 
 static int
