@@ -7,20 +7,26 @@ set -euo pipefail
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${EVD_BUILD_DIR:-$top/build}
 
-# Debian packages the build and the tests need.
-packages=(build-essential meson ninja-build pkg-config libdpdk-dev dpdk-dev libibverbs-dev libpcap-dev python3
-	spin clang libclang-rt-14-dev cppcheck doxygen)
+# Debian packages the build needs (the demo, the benchmarks), and those only
+# the test suite needs besides (model checking, fuzzing, cppcheck, the API
+# reference).
+build_packages=(build-essential meson ninja-build pkg-config libdpdk-dev dpdk-dev libibverbs-dev
+	libpcap-dev python3)
+test_packages=(spin clang libclang-rt-14-dev cppcheck doxygen)
 
-have_all() {
+have_build() {
 	command -v cc >/dev/null && command -v meson >/dev/null && command -v ninja >/dev/null &&
 		command -v pkg-config >/dev/null && command -v python3 >/dev/null &&
-		command -v spin >/dev/null && command -v clang >/dev/null &&
-		command -v cppcheck >/dev/null && command -v dpdk-telemetry.py >/dev/null &&
-		command -v doxygen >/dev/null && command -v make >/dev/null &&
-		command -v readelf >/dev/null && command -v objdump >/dev/null &&
-		compgen -G "/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a" >/dev/null &&
+		command -v dpdk-telemetry.py >/dev/null && command -v make >/dev/null &&
 		pkg-config --exists libdpdk && pkg-config --exists libibverbs &&
 		pkg-config --exists libpcap
+}
+
+have_all() {
+	have_build && command -v spin >/dev/null && command -v clang >/dev/null &&
+		command -v cppcheck >/dev/null && command -v doxygen >/dev/null &&
+		command -v readelf >/dev/null && command -v objdump >/dev/null &&
+		compgen -G "/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a" >/dev/null
 }
 
 # apt-get, waiting up to 10 minutes for a dpkg lock another process holds
@@ -29,12 +35,20 @@ apt_get() {
 	apt-get -o DPkg::Lock::Timeout=600 "$@"
 }
 
+# ensure_deps [--build-only]: install what is missing: the build's packages,
+# and with no argument the test suite's too
 ensure_deps() {
-	if have_all; then
+	local check=have_all packages=("${build_packages[@]}" "${test_packages[@]}")
+
+	if [ "${1:-}" = --build-only ]; then
+		check=have_build
+		packages=("${build_packages[@]}")
+	fi
+	if $check; then
 		return 0
 	fi
 	if [ "$(id -u)" -ne 0 ]; then
-		echo "evd: missing build dependencies; as root run:" >&2
+		echo "evd: missing dependencies; as root run:" >&2
 		echo "  apt-get update && apt-get install -y ${packages[*]}" >&2
 		exit 1
 	fi
@@ -42,7 +56,7 @@ ensure_deps() {
 	export DEBIAN_FRONTEND=noninteractive
 	apt_get update -qq
 	apt_get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
-	have_all || { echo "evd: dependencies still missing after apt-get" >&2; exit 1; }
+	$check || { echo "evd: dependencies still missing after apt-get" >&2; exit 1; }
 }
 
 # ensure_tun: the tap tests (net_tap) need /dev/net/tun; as root, load the
