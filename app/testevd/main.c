@@ -385,6 +385,14 @@ main(int argc, char **argv)
 		goto out;
 	}
 	snprintf(runtime_dir, sizeof(runtime_dir), "%s", rte_eal_get_runtime_dir());
+	/* the port first: a run would calibrate before finding it missing */
+	if ((o.send || o.raw_epoll || strcmp(o.source, "ethdev") == 0) &&
+	    !rte_eth_dev_is_valid_port(o.port)) {
+		fprintf(stderr, "%s: --port %u: no such port (%u ports; give one with --vdev or -a)\n",
+			argv[0], o.port, rte_eth_dev_count_avail());
+		rc = EXIT_RUNTIME;
+		goto out_eal;
+	}
 	if (o.calibration != NULL || o.save_calibration != NULL) {
 		rc = o.calibration != NULL ? calibration_load(o.calibration)
 					   : calibration_save(o.save_calibration);

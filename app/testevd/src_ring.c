@@ -38,6 +38,8 @@ rings_close(struct run *r, struct rings *rs)
 	for (uint32_t k = 0; k < rs->n; k++)
 		if (rs->ring[k] != NULL) {
 			evd_loop_remove(r->loop, rs->ring[k]);
+			/* what the drain left is already counted lost (sent - delivered) */
+			evd_ring_discard(rs->ring[k]);
 			evd_source_destroy(rs->ring[k]);
 		}
 	free(rs);
