@@ -222,8 +222,9 @@ int evd_loop_create(const struct evd_loop_conf *conf, struct evd_loop **out);
 /**
  * Destroy a loop. Any thread, while no thread runs the loop. Every source
  * must have been removed. Calls still queued by evd_loop_call(), and those
- * they queue, run first, on the calling thread (a refused destroy runs
- * none). Timers, pending or fired, are freed with it
+ * they queue, run first, on the calling thread (a destroy refused for
+ * sources already on the loop runs none; one of those calls may add a
+ * source, and the destroy is then refused after it). Timers, pending or fired, are freed with it
  * (their handles are then dangling; their arguments are the caller's to
  * release).
  * @param loop  The loop.

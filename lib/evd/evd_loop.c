@@ -768,12 +768,14 @@ fd_key_at(struct evd_loop *loop, int f)
 
 /* A source whose fd was closed under it: it is no longer polled (its fd
  * number may name another file now) nor watched; it stays registered until
- * the application removes it. Logged once. */
+ * the application removes it. Logged once, here unless @p why is NULL (the
+ * caller's line says it). */
 static void
 unwatch(struct evd_loop *loop, struct evd_source *s, const char *why)
 {
-	EVD_LOG(ERR, "loop %s: source %s: %s (fd %d closed while registered?): no longer polled "
-		"nor watched; remove it", loop->name, s->name, why, s->notify_fd);
+	if (why != NULL)
+		EVD_LOG(ERR, "loop %s: source %s: %s (fd %d closed while registered?): no longer "
+			"polled nor watched; remove it", loop->name, s->name, why, s->notify_fd);
 	if (s->has_fd && (uint32_t)s->notify_fd < loop->n_fd_key)
 		loop->fd_key[s->notify_fd] = 0;
 	s->failed = 1;
@@ -823,8 +825,6 @@ epoll_rebuild(struct evd_loop *loop)
 	if (dup3(fd, loop->epfd, O_CLOEXEC) < 0)
 		EVD_LOG(ERR, "loop %s: epoll set not replaced: %s", loop->name, strerror(errno));
 	close(fd);
-	EVD_LOG(WARNING, "loop %s: epoll set rebuilt without an entry whose fd was closed while "
-		"registered", loop->name);
 }
 
 int
@@ -872,7 +872,8 @@ evd_loop_add(struct evd_loop *loop, struct evd_source *src)
 		}
 		evd__registry_unlock();
 		if (a == NULL) {
-			rc = -ENOMEM;
+			rc = EVD_ARG_ERR(-ENOMEM, "evd_loop_add %s: source %s: no memory for %u "
+					 "sources", loop->name, src->name, cap);
 			goto out;
 		}
 	}
@@ -883,8 +884,9 @@ evd_loop_add(struct evd_loop *loop, struct evd_source *src)
 		src->notify_fd = fd;
 		rc = owner == NULL ? -ENOMEM : watch(loop, loop->epfd, src);
 		if (rc < 0) {
-			EVD_LOG(ERR, "loop %s: source %s: epoll_ctl(ADD, %d): %s", loop->name,
-				src->name, fd, strerror(-rc));
+			EVD_LOG(ERR, "loop %s: source %s: %s %d: %s", loop->name, src->name,
+				owner == NULL ? "the fd table, for fd" : "epoll_ctl(ADD) of fd", fd,
+				strerror(-rc));
 			key_give_back(loop, src);
 			src->notify_fd = -1;
 			goto out;
@@ -1064,9 +1066,11 @@ poll_all(struct evd_loop *loop, bool repoll)
 			continue;
 		}
 		if (unlikely(n < 0)) {
-			source_error(loop, s, "poll", n);
-			if (n == -EBADF) /* closed under it: would fail every round */
-				source_fail(loop, s, "poll: bad fd");
+			/* an fd closed under it would fail every round: unwatched */
+			source_error(loop, s, n == -EBADF ? "poll (fd closed while registered? no "
+				     "longer polled nor watched: remove it)" : "poll", n);
+			if (n == -EBADF)
+				source_fail(loop, s, NULL);
 			continue;
 		}
 		EVD_STAT_ADD(s->stats.events, n);
@@ -1189,7 +1193,10 @@ wait_ready(struct evd_loop *loop, uint64_t timeout_ns, bool nap)
 		}
 		s = key_source(loop, evs[i].data.u64);
 		if (unlikely(s == NULL)) {
-			epoll_rebuild(loop); /* a stale entry: it would fire again */
+			/* a stale entry: it would fire again */
+			EVD_LOG(WARNING, "loop %s: an epoll entry names no source: set rebuilt",
+				loop->name);
+			epoll_rebuild(loop);
 			continue;
 		}
 		s->woken = 1;

@@ -1862,6 +1862,8 @@ instantiate(const char *spec, bool calibrate, struct evd_policy *out)
 	if (ops->create != NULL) {
 		rc = ops->create(ps.params, ps.n,
 				 calibrate && ops->needs_env ? evd_policy_env_get() : &no_env, &state);
+		if (rc == -ENOMEM) /* the others are logged by the policy, naming the key */
+			EVD_LOG(ERR, "policy %s: no memory for its state", ps.name);
 		if (rc < 0)
 			return rc;
 	} else if (ps.n > 0) {
