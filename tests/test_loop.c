@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests of the loop: registration, poll-only bound, removal, errors. */
+#include <pthread.h>
+
 #include <evd.h>
 #include <evd_source.h>
 
@@ -287,6 +289,60 @@ test_idle_callback(void)
 	strict_source_fini(&s);
 }
 
+static void *
+run_loop(void *arg)
+{
+	CHECK_EQ(evd_loop_run(arg), 0);
+	return NULL;
+}
+
+/* Idle for 300 ms with the default bound: a loop of rings never wakes (the
+ * ring says when a notification is in flight: nothing to back up); with a
+ * device-like source armed (strict: no such op) it wakes at its 100 ms
+ * backstop. */
+static void
+idle_for(bool with_device, uint64_t *timeouts)
+{
+	struct evd_loop_conf conf = { .policy = "intr" };
+	struct evd_loop *loop;
+	struct evd_source *ring;
+	struct strict_source dev;
+	struct evd_loop_stats st;
+	pthread_t t;
+
+	CHECK_EQ(evd_loop_create(&conf, &loop), 0);
+	CHECK_EQ(evd_ring_create("ring", 16, test_nop, NULL, &ring), 0);
+	CHECK_EQ(evd_loop_add(loop, ring), 0);
+	if (with_device) {
+		CHECK_EQ(strict_source_init(&dev, "dev"), 0);
+		CHECK_EQ(evd_loop_add(loop, &dev.src), 0);
+	}
+	CHECK_EQ(pthread_create(&t, NULL, run_loop, loop), 0);
+	test_sleep_us(300 * 1000);
+	CHECK_EQ(evd_loop_stop(loop), 0);
+	CHECK_EQ(pthread_join(t, NULL), 0);
+	CHECK_EQ(evd_loop_stats_get(loop, &st), 0);
+	*timeouts = st.sleep_timeouts;
+	CHECK_EQ(evd_loop_remove(loop, ring), 0);
+	CHECK_EQ(evd_source_destroy(ring), 0);
+	if (with_device) {
+		CHECK_EQ(evd_loop_remove(loop, &dev.src), 0);
+		strict_source_fini(&dev);
+	}
+	CHECK_EQ(evd_loop_destroy(loop), 0);
+}
+
+static void
+test_idle_rings_never_wake(void)
+{
+	uint64_t rings, device;
+
+	idle_for(false, &rings);
+	idle_for(true, &device);
+	CHECK_EQ(rings, 0);
+	CHECK(device >= 1);
+}
+
 int
 main(void)
 {
@@ -295,5 +351,6 @@ main(void)
 	TEST(test_remove_from_handler);
 	TEST(test_error_callback);
 	TEST(test_idle_callback);
+	TEST(test_idle_rings_never_wake);
 	return 0;
 }

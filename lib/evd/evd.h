@@ -68,7 +68,9 @@ struct evd_timer;
 /** Largest evd_loop_conf.max_sources. */
 #define EVD_MAX_SOURCES (1u << 24)
 
-/** Default bound on any single sleep, in microseconds. */
+/** Bound on a sleep while a source whose notification the loop cannot
+ * check is armed (a device's interrupt: verbs, ethdev), in microseconds,
+ * when evd_loop_conf.max_sleep_us is 0. */
 #define EVD_DEFAULT_MAX_SLEEP_US 100000
 /** Default bound on a sleep while a poll-only source is registered, in microseconds. */
 #define EVD_DEFAULT_POLL_ONLY_BOUND_US 1000
@@ -101,7 +103,10 @@ struct evd_loop_conf {
 	const char *name;
 	/** Policy spec, see evd_policy.h (e.g. "adaptive:budget_us=200"); NULL gives "adaptive". */
 	const char *policy;
-	/** Upper bound on any single sleep, in microseconds; 0 gives EVD_DEFAULT_MAX_SLEEP_US. */
+	/** Upper bound on any single sleep, in microseconds. 0: none while every
+	 *  armed source's notification is one the loop can trust (rings, level
+	 *  fds: an idle loop of those never wakes), EVD_DEFAULT_MAX_SLEEP_US
+	 *  while a device's interrupt is armed (a backstop should it be lost). */
 	uint32_t max_sleep_us;
 	/** Upper bound on a sleep while a poll-only source is registered; 0 gives the default. */
 	uint32_t poll_only_bound_us;

@@ -541,6 +541,7 @@ evd_loop_create(const struct evd_loop_conf *conf, struct evd_loop **out)
 	}
 	loop->max_sleep_ns = 1000ull * (conf->max_sleep_us ? conf->max_sleep_us
 							     : EVD_DEFAULT_MAX_SLEEP_US);
+	loop->max_sleep_given = conf->max_sleep_us != 0;
 	loop->poll_only_bound_ns = 1000ull * (conf->poll_only_bound_us ?
 					      conf->poll_only_bound_us :
 					      EVD_DEFAULT_POLL_ONLY_BOUND_US);
@@ -1086,16 +1087,22 @@ poll_all(struct evd_loop *loop, bool repoll)
 }
 
 /* Step 2 of the sleep path: arm. Returns false if a source could not be
- * armed: the loop may then sleep no longer than the poll-only bound. */
+ * armed: the loop may then sleep no longer than the poll-only bound.
+ * *proven: every armed source's notification is one the loop can trust
+ * (a level fd; a source that says when one is in flight, the ring): no
+ * backstop timeout is needed for them. */
 static bool
-arm_all(struct evd_loop *loop)
+arm_all(struct evd_loop *loop, bool *proven)
 {
 	bool all = true;
 
+	*proven = true;
 	for (uint32_t i = 0; i < loop->n_src; i++) {
 		struct evd_source *s = loop->src[i];
 		int rc;
 
+		if (s->has_fd && s->ops->arm != NULL && s->ops->notify_pending == NULL)
+			*proven = false;
 		if (!s->has_fd || s->armed)
 			continue;
 		if (s->ops->arm == NULL) {
@@ -1142,6 +1149,7 @@ wait_ready(struct evd_loop *loop, uint64_t timeout_ns, bool nap)
 		.tv_sec = (time_t)(timeout_ns / 1000000000ull),
 		.tv_nsec = (long)(timeout_ns % 1000000000ull),
 	};
+	const struct timespec *tsp = timeout_ns == UINT64_MAX ? NULL : &ts; /* NULL: no timeout */
 	enum evd_wake_reason why = EVD_WAKE_NOTIFY;
 	int n;
 
@@ -1152,7 +1160,7 @@ wait_ready(struct evd_loop *loop, uint64_t timeout_ns, bool nap)
 	n = -1;
 	errno = ENOSYS;
 	if (!__atomic_load_n(&no_epoll_pwait2, __ATOMIC_RELAXED))
-		n = epoll_pwait2(loop->epfd, evs, RTE_DIM(evs), &ts, NULL);
+		n = epoll_pwait2(loop->epfd, evs, RTE_DIM(evs), tsp, NULL);
 	if (n < 0 && (errno == ENOSYS || errno == EPERM)) {
 		/* Kernels before 5.11 (ENOSYS), or a seccomp profile that does
 		 * not know the call (EPERM, older Docker): wait on the epoll fd
@@ -1162,7 +1170,7 @@ wait_ready(struct evd_loop *loop, uint64_t timeout_ns, bool nap)
 		struct pollfd pfd = { .fd = loop->epfd, .events = POLLIN };
 
 		__atomic_store_n(&no_epoll_pwait2, true, __ATOMIC_RELAXED);
-		n = ppoll(&pfd, 1, &ts, NULL);
+		n = ppoll(&pfd, 1, tsp, NULL);
 		if (n > 0)
 			n = epoll_wait(loop->epfd, evs, RTE_DIM(evs), 0);
 	}
@@ -1309,10 +1317,13 @@ after_wake(struct evd_loop *loop, enum evd_wake_reason why, uint32_t found, uint
 	disarm_all(loop);
 }
 
+/* The wait's timeout; UINT64_MAX: none. Without max_sleep_us an idle loop
+ * whose notifications are all proven (see arm_all) has no reason to wake;
+ * a device's interrupt keeps the default bound as a backstop. */
 static uint64_t
-sleep_bound(struct evd_loop *loop, uint64_t policy_ns, bool all_armed, uint64_t now)
+sleep_bound(struct evd_loop *loop, uint64_t policy_ns, bool all_armed, bool proven, uint64_t now)
 {
-	uint64_t t = loop->max_sleep_ns;
+	uint64_t t = proven && !loop->max_sleep_given ? UINT64_MAX : loop->max_sleep_ns;
 	uint64_t next = evd__timers_next(&loop->timers);
 
 	if (policy_ns != 0 && policy_ns < t)
@@ -1403,7 +1414,7 @@ sleep_protocol(struct evd_loop *loop, uint64_t policy_ns, uint64_t now)
 	enum evd_wake_reason why;
 	uint64_t t0, errors;
 	uint32_t n, added = loop->next_src_id; /* ids count the adds */
-	bool all_armed;
+	bool all_armed, proven;
 
 	set_mode(loop, EVD_MODE_SLEEP, now);
 	cpu_sample(loop);
@@ -1413,7 +1424,7 @@ sleep_protocol(struct evd_loop *loop, uint64_t policy_ns, uint64_t now)
 	 * empty poll and the arm raises no notification on strict (IBTA,
 	 * virtio) sources. Sleeping without this re-poll strands it until the
 	 * timeout: the lost wakeup. */
-	all_armed = arm_all(loop);
+	all_armed = arm_all(loop, &proven);
 	errors = loop->stats.errors;
 	n = poll_all(loop, true);
 	/* a source whose re-poll failed was not checked: what landed before
@@ -1449,7 +1460,7 @@ sleep_protocol(struct evd_loop *loop, uint64_t policy_ns, uint64_t now)
 		set_mode(loop, EVD_MODE_POLL, t0);
 		return 0;
 	}
-	why = wait_ready(loop, sleep_bound(loop, policy_ns, all_armed, t0), false);
+	why = wait_ready(loop, sleep_bound(loop, policy_ns, all_armed, proven, t0), false);
 	return (int)after_wait(loop, t0, why, false);
 }
 
@@ -1470,7 +1481,7 @@ nap_protocol(struct evd_loop *loop, uint64_t ns, uint64_t now)
 		return 0;
 	}
 	mark_wait(loop);
-	why = wait_ready(loop, sleep_bound(loop, ns != 0 ? ns : 1000, true, now), true);
+	why = wait_ready(loop, sleep_bound(loop, ns != 0 ? ns : 1000, true, true, now), true);
 	return (int)after_wait(loop, now, why, true);
 }
 

@@ -160,6 +160,7 @@ struct evd_loop {
 	struct evd_clock clock;
 	struct evd__tsc_clock tsc; /* the default clock's state, when it is the TSC */
 	uint64_t max_sleep_ns;
+	bool max_sleep_given;    /* conf's max_sleep_us: bounds every sleep */
 	uint64_t poll_only_bound_ns;
 	uint16_t burst;
 	void (*on_error)(struct evd_loop *, struct evd_source *, int, void *);
