@@ -63,20 +63,24 @@ ring_poll(struct evd_source *s, uint16_t budget)
 {
 	struct evd_ring *r = to_ring(s);
 	struct evd_event burst[RING_MAX_BURST];
+	/* in registers: the acquire loads below would make the compiler read
+	 * them again for every event */
+	struct ring_slot *const slots = r->slots;
+	const uint32_t mask = r->mask, size = r->size;
 	uint64_t t = r->tail;
 	uint16_t n = 0;
 
 	if (budget > RING_MAX_BURST)
 		budget = RING_MAX_BURST;
 	while (n < budget) {
-		struct ring_slot *sl = &r->slots[t & r->mask];
+		struct ring_slot *sl = &slots[t & mask];
 
 		if (__atomic_load_n(&sl->seq, __ATOMIC_ACQUIRE) != t + 1)
 			break;
 		burst[n++] = sl->ev;
 		/* Free the slot for the next lap before running the handler,
 		 * so producers can post while it runs. */
-		__atomic_store_n(&sl->seq, t + r->size, __ATOMIC_RELEASE);
+		__atomic_store_n(&sl->seq, t + size, __ATOMIC_RELEASE);
 		t++;
 	}
 	if (n == 0)
