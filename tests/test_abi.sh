@@ -3,7 +3,8 @@
 # The exported ABI: each library's SONAME carries the ABI version, it exports
 # exactly the symbols of its version map, all in the version node EVD_<abi>,
 # the map lists exactly the functions its installed headers declare, and
-# nothing internal (evd__*) is exported.
+# nothing internal (evd__*) is exported, and no symbol of tests/abi/<lib>.txt
+# (what was exported when the list was last extended) is gone.
 #   test_abi.sh ABI_VERSION SRCDIR LIB.so...
 set -u
 abi=$1 src=$2
@@ -39,6 +40,13 @@ for so in "$@"; do
 	if [ "$decl" != "$want" ]; then
 		echo "FAIL: $name: the headers declare other functions than $map exports:"
 		diff <(echo "$decl") <(echo "$want") | sed 's/^/  /'
+		fail=1
+	fi
+	# the symbols once exported stay: the list only grows within EVD_<abi>
+	base=$src/tests/abi/$(dirname "${map#$src/}" | tr / -).txt
+	gone=$(comm -23 "$base" <(echo "$want"))
+	if [ -n "$gone" ]; then
+		echo "FAIL: $name: exported before (${base#$src/}), not now: $gone"
 		fail=1
 	fi
 	for s in $want; do
