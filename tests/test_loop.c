@@ -343,6 +343,53 @@ test_idle_rings_never_wake(void)
 	CHECK(device >= 1);
 }
 
+static int nested_rc;
+
+static void
+poll_from_handler(struct evd_source *src, void *burst, uint16_t n, void *arg)
+{
+	(void)src;
+	(void)burst;
+	(void)n;
+	nested_rc = evd_loop_poll(arg, 0);
+}
+
+/* evd_loop_poll: one round, never a sleep, whatever the policy says */
+static void
+test_poll_never_blocks(void)
+{
+	struct evd_loop_conf conf = { .policy = "intr", .max_sleep_us = 10000000 };
+	struct evd_loop *loop;
+	struct evd_source *ring, *nest;
+	struct evd_loop_stats st;
+	struct evd_event ev[3] = { { 0 } };
+
+	CHECK_EQ(evd_loop_create(&conf, &loop), 0);
+	CHECK_EQ(evd_ring_create("ring", 16, test_nop, NULL, &ring), 0);
+	CHECK_EQ(evd_loop_add(loop, ring), 0);
+	CHECK_EQ(evd_loop_poll(loop, 0), 0);      /* empty: intr would sleep 10 s */
+	CHECK_EQ(evd_ring_post_burst(ring, ev, 3), 3);
+	CHECK_EQ(evd_loop_poll(loop, 1), 1);      /* the budget */
+	CHECK_EQ(evd_loop_poll(loop, 0), 2);
+	CHECK_EQ(evd_loop_poll(loop, 257), -EINVAL);
+	CHECK_EQ(evd_loop_stats_get(loop, &st), 0);
+	CHECK_EQ(st.sleeps, 0);
+	CHECK_EQ(st.events, 3);
+	CHECK_EQ(st.empty_polls, 1);
+	CHECK_EQ(evd_ring_create("nest", 16, poll_from_handler, loop, &nest), 0);
+	CHECK_EQ(evd_loop_add(loop, nest), 0);
+	CHECK_EQ(evd_ring_post(nest, ev), 0);
+	CHECK_EQ(evd_loop_poll(loop, 0), 1);
+	CHECK_EQ(nested_rc, -EBUSY);              /* no nested rounds */
+	CHECK_EQ(evd_loop_stop(loop), 0);
+	CHECK_EQ(evd_loop_poll(loop, 0), -ESHUTDOWN);
+	CHECK_EQ(evd_loop_remove(loop, nest), 0);
+	CHECK_EQ(evd_loop_remove(loop, ring), 0);
+	CHECK_EQ(evd_source_destroy(nest), 0);
+	CHECK_EQ(evd_source_destroy(ring), 0);
+	CHECK_EQ(evd_loop_destroy(loop), 0);
+}
+
 int
 main(void)
 {
@@ -352,5 +399,6 @@ main(void)
 	TEST(test_error_callback);
 	TEST(test_idle_callback);
 	TEST(test_idle_rings_never_wake);
+	TEST(test_poll_never_blocks);
 	return 0;
 }

@@ -312,6 +312,21 @@ int evd_loop_run(struct evd_loop *loop);
 int evd_loop_step(struct evd_loop *loop);
 
 /**
+ * One busy round that never blocks: run the calls and timers that are due,
+ * poll every source once and dispatch what came. No policy, no arm, no
+ * sleep: for an rte_service callback, or an application's own polling
+ * loop that decides itself when to stop polling. Any thread, one round at
+ * a time (as evd_loop_step()).
+ * @param loop    The loop.
+ * @param budget  At most this many completions per source this round,
+ *                1..256; 0: the loop's burst.
+ * @return completions dispatched (>= 0); -ESHUTDOWN once stopped; -EBUSY
+ *   while another thread runs the loop or from a round's own callback;
+ *   -EINVAL for NULL, a destroyed loop, or a budget over 256.
+ */
+int evd_loop_poll(struct evd_loop *loop, unsigned int budget);
+
+/**
  * Ask the loop to stop. Any thread, any time, async-signal-safe; wakes a
  * sleeping loop. evd_loop_run() returns after its current step, and the
  * loop may be destroyed then even while this call, on another thread, is

@@ -1577,6 +1577,55 @@ evd_loop_step(struct evd_loop *loop)
 }
 
 int
+evd_loop_poll(struct evd_loop *loop, unsigned int budget)
+{
+	uint16_t burst;
+	uint64_t now;
+	uint32_t n;
+	int rc;
+
+	if (unlikely(!evd__live_loop(loop, "evd_loop_poll")))
+		return -EINVAL;
+	if (unlikely(budget > MAX_BURST))
+		return EVD_ARG_ERR(-EINVAL, "evd_loop_poll %s: budget %u exceeds %d", loop->name,
+				   budget, MAX_BURST);
+	rc = hold_take(loop, EVD__STEP);
+	if (unlikely(rc < 0))
+		return EVD_ARG_ERR(rc, "evd_loop_poll %s: the loop is running, or this is a "
+				   "step's own callback", loop->name);
+	if (unlikely(__atomic_load_n(&loop->stop, __ATOMIC_ACQUIRE))) {
+		hold_release(loop);
+		return -ESHUTDOWN;
+	}
+	if (unlikely(__atomic_load_n(&loop->calls, __ATOMIC_RELAXED) != NULL))
+		run_calls(loop);
+	now = evd__now(loop);
+	if (loop->timers.n > 0 && evd__timers_next(&loop->timers) <= now)
+		evd__timers_run(loop, now);
+	burst = loop->burst;
+	if (budget != 0)
+		loop->burst = (uint16_t)budget;
+	n = poll_all(loop, false);
+	loop->burst = burst;
+	if (unlikely(loop->mode != EVD_MODE_POLL))
+		set_mode(loop, EVD_MODE_POLL, now);
+	if (n > 0) {
+		note_events(loop, now, n);
+	} else {
+		EVD_STAT_ADD(loop->stats.empty_polls, 1);
+		loop->idle_rounds++;
+		if (loop->on_idle != NULL)
+			loop->on_idle(loop, loop->on_idle_arg);
+	}
+	if (unlikely(++loop->rounds % CPU_SAMPLE_ROUNDS == 0)) {
+		set_mode(loop, loop->mode, evd__now(loop));
+		cpu_sample(loop);
+	}
+	hold_release(loop);
+	return (int)n;
+}
+
+int
 evd_loop_run(struct evd_loop *loop)
 {
 	int rc, slack;
