@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests of the loop: registration, poll-only bound, removal, errors. */
+#include <poll.h>
 #include <pthread.h>
 
 #include <evd.h>
@@ -390,6 +391,80 @@ test_poll_never_blocks(void)
 	CHECK_EQ(evd_loop_destroy(loop), 0);
 }
 
+struct poster {
+	struct evd_source *ring;
+	int fd;
+};
+
+/* waits until the outer wait is under way (the fd polled), then posts */
+static void *
+post_later(void *arg)
+{
+	struct poster *p = arg;
+	struct evd_event ev = { 0 };
+
+	test_sleep_us(20 * 1000);
+	CHECK_EQ(evd_ring_post(p->ring, &ev), 0);
+	return NULL;
+}
+
+/* Nesting: another loop waits on evd_loop_fd() after evd_loop_arm() */
+static void
+test_nested_wait(void)
+{
+	struct evd_loop_conf conf = { .policy = "intr" };
+	struct evd_loop *loop;
+	struct evd_source *ring;
+	struct strict_source dev;
+	struct evd_loop_stats st;
+	struct poster p;
+	struct pollfd pfd;
+	uint64_t tmo;
+	pthread_t t;
+
+	CHECK_EQ(evd_loop_create(&conf, &loop), 0);
+	CHECK_EQ(evd_ring_create("ring", 16, test_nop, NULL, &ring), 0);
+	CHECK_EQ(evd_loop_add(loop, ring), 0);
+	pfd = (struct pollfd){ .fd = evd_loop_fd(loop), .events = POLLIN };
+	CHECK(pfd.fd >= 0);
+	CHECK_EQ(evd_loop_arm(loop, NULL), -EINVAL);
+
+	/* armed with nothing to come: the fd stays quiet, no bound (rings) */
+	CHECK_EQ(evd_loop_arm(loop, &tmo), 0);
+	CHECK_EQ(tmo, UINT64_MAX);
+	CHECK_EQ(poll(&pfd, 1, 0), 0);
+	/* a post during the outer wait makes the fd readable; the next poll
+	 * takes the wake and dispatches */
+	p = (struct poster){ ring, pfd.fd };
+	CHECK_EQ(pthread_create(&t, NULL, post_later, &p), 0);
+	CHECK_EQ(poll(&pfd, 1, 10000), 1);
+	CHECK_EQ(pthread_join(t, NULL), 0);
+	CHECK_EQ(evd_loop_poll(loop, 0), 1);
+	CHECK_EQ(poll(&pfd, 1, 0), 0); /* acknowledged, disarmed */
+	CHECK_EQ(evd_loop_stats_get(loop, &st), 0);
+	CHECK_EQ(st.sleeps, 1);
+	CHECK_EQ(st.wakeups, 1);
+	CHECK_EQ(st.lost_wakeups, 0);
+
+	/* what lands between the last empty poll and the arm: the arm's
+	 * re-poll finds it (a strict source raises nothing for it) */
+	CHECK_EQ(strict_source_init(&dev, "dev"), 0);
+	CHECK_EQ(evd_loop_add(loop, &dev.src), 0);
+	CHECK_EQ(evd_loop_poll(loop, 0), 0);
+	dev.inject_at_arm = 1;
+	CHECK_EQ(evd_loop_arm(loop, &tmo), 1);
+	CHECK_EQ(dev.delivered, 1);
+	CHECK_EQ(evd_loop_arm(loop, &tmo), 0);
+	CHECK(tmo != UINT64_MAX); /* a device's backstop */
+	CHECK_EQ(evd_loop_stop(loop), 0);
+	CHECK_EQ(poll(&pfd, 1, 0), 1); /* a stop wakes the outer wait too */
+	CHECK_EQ(evd_loop_remove(loop, &dev.src), 0);
+	strict_source_fini(&dev);
+	CHECK_EQ(evd_loop_remove(loop, ring), 0);
+	CHECK_EQ(evd_source_destroy(ring), 0);
+	CHECK_EQ(evd_loop_destroy(loop), 0);
+}
+
 int
 main(void)
 {
@@ -400,5 +475,6 @@ main(void)
 	TEST(test_idle_callback);
 	TEST(test_idle_rings_never_wake);
 	TEST(test_poll_never_blocks);
+	TEST(test_nested_wait);
 	return 0;
 }

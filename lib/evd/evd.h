@@ -327,6 +327,37 @@ int evd_loop_step(struct evd_loop *loop);
 int evd_loop_poll(struct evd_loop *loop, unsigned int budget);
 
 /**
+ * The loop's epoll fd, for nesting the whole loop in another event loop
+ * (libuv, an epoll loop, a second evd loop as an fd source): it becomes
+ * readable when an armed source notifies, or on evd_loop_stop() and
+ * evd_loop_call(). It reports nothing while the sources are not armed:
+ * wait on it only after evd_loop_arm() returned 0. Stable for the loop's
+ * life. Any thread.
+ * @param loop  The loop.
+ * @return the fd (never close it); -EINVAL for NULL or a destroyed loop.
+ */
+int evd_loop_fd(const struct evd_loop *loop);
+
+/**
+ * Prepare the loop for another event loop's wait on evd_loop_fd(): arm
+ * every source, then poll them once more (what landed before the arm is
+ * found here: the lost wakeup this closes). On 0 the caller may wait on the
+ * fd for at most *timeout_ns; the next evd_loop_poll() or evd_loop_step()
+ * ends that wait (acknowledges what notified, disarms) and dispatches. Any
+ * thread, one at a time, as evd_loop_poll(); calling it again while armed
+ * only updates *timeout_ns.
+ * @param loop        The loop.
+ * @param timeout_ns  Receives the longest the wait may last: the next timer,
+ *                    a poll-only source's bound, a device's backstop;
+ *                    UINT64_MAX: no bound.
+ * @return 0: armed, wait; > 0: completions the re-poll found and dispatched
+ *   (do not wait, poll again); -EAGAIN: a source joined meanwhile (poll
+ *   again); -ESHUTDOWN once stopped; -EBUSY as evd_loop_poll(); -EINVAL for
+ *   NULL arguments or a destroyed loop.
+ */
+int evd_loop_arm(struct evd_loop *loop, uint64_t *timeout_ns);
+
+/**
  * Ask the loop to stop. Any thread, any time, async-signal-safe; wakes a
  * sleeping loop. evd_loop_run() returns after its current step, and the
  * loop may be destroyed then even while this call, on another thread, is

@@ -1141,22 +1141,33 @@ static bool no_epoll_pwait2;
 /* Step 4: wait on epoll, at most timeout_ns; mark the sources whose fd is
  * ready. Returns the wake reason. A nap (nothing armed) counts as a nap, and
  * its timeout is its normal end, not a sleep timeout. */
+static enum evd_wake_reason collect_ready(struct evd_loop *loop, const struct timespec *tsp,
+					 bool nap);
+
 static enum evd_wake_reason
 wait_ready(struct evd_loop *loop, uint64_t timeout_ns, bool nap)
 {
-	struct epoll_event evs[64];
 	struct timespec ts = {
 		.tv_sec = (time_t)(timeout_ns / 1000000000ull),
 		.tv_nsec = (long)(timeout_ns % 1000000000ull),
 	};
-	const struct timespec *tsp = timeout_ns == UINT64_MAX ? NULL : &ts; /* NULL: no timeout */
-	enum evd_wake_reason why = EVD_WAKE_NOTIFY;
-	int n;
 
 	if (nap)
 		EVD_STAT_ADD(loop->stats.naps, 1);
 	else
 		EVD_STAT_ADD(loop->stats.sleeps, 1);
+	return collect_ready(loop, timeout_ns == UINT64_MAX ? NULL : &ts, nap); /* NULL: no timeout */
+}
+
+/* The wait itself (tsp NULL: none; zero: only look), and the marking of the
+ * sources whose fd is ready. */
+static enum evd_wake_reason
+collect_ready(struct evd_loop *loop, const struct timespec *tsp, bool nap)
+{
+	struct epoll_event evs[64];
+	enum evd_wake_reason why = EVD_WAKE_NOTIFY;
+	int n;
+
 	n = -1;
 	errno = ENOSYS;
 	if (!__atomic_load_n(&no_epoll_pwait2, __ATOMIC_RELAXED))
@@ -1485,6 +1496,17 @@ nap_protocol(struct evd_loop *loop, uint64_t ns, uint64_t now)
 	return (int)after_wait(loop, now, why, true);
 }
 
+/* The end of a wait another event loop did on evd_loop_fd() after
+ * evd_loop_arm(): what a sleep's wake does, the fd only looked at. */
+static uint32_t
+end_outside_wait(struct evd_loop *loop)
+{
+	static const struct timespec look = { 0, 0 };
+
+	loop->armed_outside = false;
+	return after_wait(loop, loop->mode_mark_ns, collect_ready(loop, &look, false), false);
+}
+
 /* One step; the caller holds the loop (EVD__RUN or EVD__STEP). */
 static int
 loop_step(struct evd_loop *loop)
@@ -1498,6 +1520,8 @@ loop_step(struct evd_loop *loop)
 		return -ESHUTDOWN;
 	if (unlikely(__atomic_load_n(&loop->calls, __ATOMIC_RELAXED) != NULL))
 		run_calls(loop);
+	if (unlikely(loop->armed_outside))
+		return (int)end_outside_wait(loop);
 
 	now = evd__now(loop);
 	if (loop->timers.n > 0 && evd__timers_next(&loop->timers) <= now)
@@ -1599,6 +1623,11 @@ evd_loop_poll(struct evd_loop *loop, unsigned int budget)
 	}
 	if (unlikely(__atomic_load_n(&loop->calls, __ATOMIC_RELAXED) != NULL))
 		run_calls(loop);
+	if (unlikely(loop->armed_outside)) {
+		n = end_outside_wait(loop);
+		hold_release(loop);
+		return (int)n;
+	}
 	now = evd__now(loop);
 	if (loop->timers.n > 0 && evd__timers_next(&loop->timers) <= now)
 		evd__timers_run(loop, now);
@@ -1623,6 +1652,66 @@ evd_loop_poll(struct evd_loop *loop, unsigned int budget)
 	}
 	hold_release(loop);
 	return (int)n;
+}
+
+int
+evd_loop_fd(const struct evd_loop *loop)
+{
+	if (!evd__live_loop(loop, "evd_loop_fd"))
+		return -EINVAL;
+	return loop->epfd; /* dup3 keeps the number when the set is rebuilt */
+}
+
+int
+evd_loop_arm(struct evd_loop *loop, uint64_t *timeout_ns)
+{
+	uint32_t n, added;
+	uint64_t now, errors;
+	bool all_armed, proven;
+	int rc;
+
+	if (!evd__live_loop(loop, "evd_loop_arm"))
+		return -EINVAL;
+	if (timeout_ns == NULL)
+		return EVD_ARG_ERR(-EINVAL, "evd_loop_arm %s: timeout_ns is NULL", loop->name);
+	rc = hold_take(loop, EVD__STEP);
+	if (rc < 0)
+		return EVD_ARG_ERR(rc, "evd_loop_arm %s: the loop is running, or this is a "
+				   "round's own callback", loop->name);
+	if (__atomic_load_n(&loop->stop, __ATOMIC_ACQUIRE)) {
+		hold_release(loop);
+		return -ESHUTDOWN;
+	}
+	now = evd__now(loop);
+	if (!loop->armed_outside) {
+		/* steps 2 and 3 of sleep_protocol: arm, then the re-poll that
+		 * catches what landed before the arm */
+		added = loop->next_src_id;
+		set_mode(loop, EVD_MODE_SLEEP, now);
+		cpu_sample(loop);
+		mark_wait(loop);
+		all_armed = arm_all(loop, &proven);
+		errors = loop->stats.errors;
+		n = poll_all(loop, true);
+		if (n > 0 || loop->next_src_id != added) {
+			if (n > 0)
+				EVD_STAT_ADD(loop->stats.repoll_hits, 1);
+			disarm_all(loop);
+			now = evd__now(loop);
+			set_mode(loop, EVD_MODE_POLL, now);
+			if (n > 0)
+				note_events(loop, now, n);
+			hold_release(loop);
+			return n > 0 ? (int)n : -EAGAIN;
+		}
+		loop->armed_all = all_armed && loop->stats.errors == errors;
+		loop->armed_proven = proven;
+		loop->armed_outside = true;
+		EVD_STAT_ADD(loop->stats.sleeps, 1);
+	}
+	*timeout_ns = sleep_bound(loop, 0, loop->armed_all, loop->armed_proven, now);
+	hold_release(loop);
+	return 0;
 }
 
 int

@@ -175,6 +175,8 @@ struct evd_loop {
 	pthread_t owner;        /* atomic: the thread that holds it (running != 0) */
 	struct evd__call *calls; /* atomic: evd_loop_call() messages, newest first */
 	bool in_round;          /* sources are being iterated */
+	bool armed_outside;     /* evd_loop_arm(): armed for another loop's wait */
+	bool armed_all, armed_proven; /* that arm's sleep_bound() inputs */
 	bool pending_removal;
 
 	struct evd_source **src;
