@@ -767,9 +767,9 @@ fd_key_at(struct evd_loop *loop, int f)
 	return &loop->fd_key[f];
 }
 
-/* A source whose fd was closed under it: it is no longer polled (its fd
- * number may name another file now) nor watched; it stays registered until
- * the application removes it. Logged once, here unless @p why is NULL (the
+/* A source whose fd was closed under it stops being polled (its fd number
+ * may name another file now) and watched; it stays registered until the
+ * application removes it. Logged once, here unless @p why is NULL (the
  * caller's line says it). */
 static void
 unwatch(struct evd_loop *loop, struct evd_source *s, const char *why)
@@ -789,7 +789,7 @@ unwatch(struct evd_loop *loop, struct evd_source *s, const char *why)
 static void epoll_rebuild(struct evd_loop *loop);
 
 /* The source failed as unwatch() says; its entry, which EPOLL_CTL_DEL may
- * no longer reach, leaves with a rebuilt epoll set. */
+ * not reach, leaves with a rebuilt epoll set. */
 static void
 source_fail(struct evd_loop *loop, struct evd_source *s, const char *why)
 {
@@ -1087,7 +1087,7 @@ poll_all(struct evd_loop *loop, bool repoll)
 }
 
 /* Step 2 of the sleep path: arm. Returns false if a source could not be
- * armed: the loop may then sleep no longer than the poll-only bound.
+ * armed: the poll-only bound then bounds the sleep.
  * *proven: every armed source's notification is one the loop can trust
  * (a level fd; a source that says when one is in flight, the ring): no
  * backstop timeout is needed for them. */
