@@ -170,6 +170,10 @@ report_calibration(FILE *f)
 void
 report_table(FILE *f, const struct result *r, unsigned int n)
 {
+	bool ring = false; /* the row of full rings means nothing for other sources */
+
+	for (unsigned int i = 0; i < n; i++)
+		ring |= r[i].source != NULL && strcmp(r[i].source, "ring") == 0;
 	fprintf(f, "\n  %-22s", "policy");
 	for (unsigned int i = 0; i < n; i++)
 		fprintf(f, " %14.14s", r[i].policy);
@@ -199,7 +203,8 @@ report_table(FILE *f, const struct result *r, unsigned int n)
 	ROW("re-poll hits", PRIu64, repoll_hits);
 	ROW("sleep timeouts", PRIu64, sleep_timeouts);
 	ROW("mode switches", PRIu64, mode_switches);
-	ROW("ring full (retried)", PRIu64, ring_full);
+	if (ring)
+		ROW("ring full (retried)", PRIu64, ring_full);
 	ROW("source errors", PRIu64, errors);
 	ROW("lost wakeups", PRIu64, lost_wakeups);
 	report_calibration(f);
