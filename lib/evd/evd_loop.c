@@ -1278,7 +1278,7 @@ count_lost_wakeup(struct evd_loop *loop, struct evd_source *s)
  * so at once (a producer between publishing and ringing, however long it
  * is held: notify_pending); a device's gets OWED_GRACE_NS, judged at the
  * end of a later wait with the source left armed, never by waiting here.
- * Only one that can no longer come is a lost wakeup. */
+ * Only a notification that will never come is a lost wakeup. */
 static void
 judge_silence(struct evd_loop *loop, struct evd_source *s, uint64_t now)
 {
