@@ -216,7 +216,6 @@ int
 evd_loop_trace_enable(struct evd_loop *loop, uint32_t entries)
 {
 	struct evd_mode_event *ring = NULL;
-
 	int rc;
 
 	if (!evd__live_loop(loop, "evd_loop_trace_enable"))
@@ -884,6 +883,14 @@ evd_loop_add(struct evd_loop *loop, struct evd_source *src)
 
 		src->notify_fd = fd;
 		rc = owner == NULL ? -ENOMEM : watch(loop, loop->epfd, src);
+		/* a source registered under this number whose file is not this
+		 * one (epoll took both): its fd was closed, the number reused;
+		 * the set is rebuilt without it, and this one goes in again */
+		if (rc == 0 && *owner != 0) {
+			source_fail(loop, loop->keys[*owner - 1].src, "its fd number now names "
+				    "another file");
+			rc = watch(loop, loop->epfd, src);
+		}
 		if (rc < 0) {
 			EVD_LOG(ERR, "loop %s: source %s: %s %d: %s", loop->name, src->name,
 				owner == NULL ? "the fd table, for fd" : "epoll_ctl(ADD) of fd", fd,
@@ -891,21 +898,6 @@ evd_loop_add(struct evd_loop *loop, struct evd_source *src)
 			key_give_back(loop, src);
 			src->notify_fd = -1;
 			goto out;
-		}
-		/* a source registered under this number whose file is not this
-		 * one (epoll took both): its fd was closed, the number reused;
-		 * the set is rebuilt without it, and this one goes in again */
-		if (*owner != 0) {
-			source_fail(loop, loop->keys[*owner - 1].src, "its fd number now names "
-				    "another file");
-			rc = watch(loop, loop->epfd, src);
-			if (rc < 0) {
-				EVD_LOG(ERR, "loop %s: source %s: epoll_ctl(ADD, %d): %s",
-					loop->name, src->name, fd, strerror(-rc));
-				key_give_back(loop, src);
-				src->notify_fd = -1;
-				goto out;
-			}
 		}
 		*owner = src->key + 1;
 		src->has_fd = 1;
@@ -1418,31 +1410,30 @@ mark_wait(struct evd_loop *loop)
 		loop->src[i]->events_at_sleep = loop->src[i]->stats.events;
 }
 
-/* Steps 2 to 5 once the policy said sleep. */
+/* Steps 2 and 3, from poll mode to armed: arm every source, then poll once
+ * more. A completion that landed between the last empty poll and the arm
+ * raises no notification on strict (IBTA, virtio) sources; sleeping without
+ * this re-poll strands it until the timeout: the lost wakeup. Returns the
+ * completions the re-poll found (disarmed again, in poll mode), 0 armed
+ * (*all_armed and *proven for sleep_bound), or -EAGAIN: a source joined
+ * after the arm pass (disarmed: start over). */
 static int
-sleep_protocol(struct evd_loop *loop, uint64_t policy_ns, uint64_t now)
+arm_and_repoll(struct evd_loop *loop, uint64_t now, bool *all_armed, bool *proven)
 {
-	enum evd_wake_reason why;
-	uint64_t t0, errors;
 	uint32_t n, added = loop->next_src_id; /* ids count the adds */
-	bool all_armed, proven;
+	uint64_t errors;
 
 	set_mode(loop, EVD_MODE_SLEEP, now);
 	cpu_sample(loop);
 	mark_wait(loop);
-
-	/* Arm, then poll once more: a completion that landed between the last
-	 * empty poll and the arm raises no notification on strict (IBTA,
-	 * virtio) sources. Sleeping without this re-poll strands it until the
-	 * timeout: the lost wakeup. */
-	all_armed = arm_all(loop, &proven);
+	*all_armed = arm_all(loop, proven);
 	errors = loop->stats.errors;
 	n = poll_all(loop, true);
 	/* a source whose re-poll failed was not checked: what landed before
 	 * its arm may never notify, so the wait is bounded as for one that
 	 * could not be armed */
 	if (loop->stats.errors != errors)
-		all_armed = false;
+		*all_armed = false;
 	if (n == 0 && loop->next_src_id != added) {
 		/* a source joined after the arm pass (on_error during the
 		 * re-poll): it is not armed, and its notifications would not
@@ -1450,7 +1441,7 @@ sleep_protocol(struct evd_loop *loop, uint64_t policy_ns, uint64_t now)
 		 * it with the others. */
 		disarm_all(loop);
 		set_mode(loop, EVD_MODE_POLL, evd__now(loop));
-		return 0;
+		return -EAGAIN;
 	}
 	if (n > 0) {
 		uint64_t t1;
@@ -1464,7 +1455,20 @@ sleep_protocol(struct evd_loop *loop, uint64_t policy_ns, uint64_t now)
 			loop->policy.ops->on_wake(loop->policy.state, t1, 0, EVD_WAKE_REPOLL);
 		return (int)n;
 	}
+	return 0;
+}
 
+/* Steps 2 to 5 once the policy said sleep. */
+static int
+sleep_protocol(struct evd_loop *loop, uint64_t policy_ns, uint64_t now)
+{
+	enum evd_wake_reason why;
+	bool all_armed, proven;
+	uint64_t t0;
+	int rc = arm_and_repoll(loop, now, &all_armed, &proven);
+
+	if (rc != 0)
+		return rc > 0 ? rc : 0;
 	t0 = evd__now(loop);
 	if (__atomic_load_n(&loop->stop, __ATOMIC_ACQUIRE)) {
 		disarm_all(loop);
@@ -1507,40 +1511,71 @@ end_outside_wait(struct evd_loop *loop)
 	return after_wait(loop, loop->mode_mark_ns, collect_ready(loop, &look, false), false);
 }
 
-/* One step; the caller holds the loop (EVD__RUN or EVD__STEP). */
-static int
-loop_step(struct evd_loop *loop)
+/* What a round does before the policy: the calls queued, the end of a
+ * wait done outside (the round is then that wake's: *polled false), the
+ * timers due, step 1 (poll every source, dispatch), and on an empty round
+ * its counters and on_idle. Returns the completions, or -ESHUTDOWN; *now
+ * the round's time. */
+static __rte_always_inline int
+round_poll(struct evd_loop *loop, uint64_t *now, bool *polled)
 {
-	struct evd_policy_input in;
-	enum evd_action act;
-	uint64_t now, arg = 0;
 	uint32_t n;
 
+	*polled = false;
 	if (unlikely(__atomic_load_n(&loop->stop, __ATOMIC_ACQUIRE)))
 		return -ESHUTDOWN;
 	if (unlikely(__atomic_load_n(&loop->calls, __ATOMIC_RELAXED) != NULL))
 		run_calls(loop);
 	if (unlikely(loop->armed_outside))
 		return (int)end_outside_wait(loop);
+	*polled = true;
+	*now = evd__now(loop);
+	if (loop->timers.n > 0 && evd__timers_next(&loop->timers) <= *now)
+		evd__timers_run(loop, *now);
 
-	now = evd__now(loop);
-	if (loop->timers.n > 0 && evd__timers_next(&loop->timers) <= now)
-		evd__timers_run(loop, now);
-
-	/* 1. poll */
 	n = poll_all(loop, false);
 	if (n > 0) {
 		if (unlikely(loop->mode != EVD_MODE_POLL))
-			set_mode(loop, EVD_MODE_POLL, now);
-		note_events(loop, now, n);
-		goto out;
+			set_mode(loop, EVD_MODE_POLL, *now);
+		note_events(loop, *now, n);
+		return (int)n;
 	}
 	EVD_STAT_ADD(loop->stats.empty_polls, 1);
 	loop->idle_rounds++;
 	if (loop->on_idle != NULL) { /* before a sleep can happen: flush batches */
 		loop->on_idle(loop, loop->on_idle_arg);
-		now = evd__now(loop); /* the flush's time is the round's, not the sleep's */
+		*now = evd__now(loop); /* the flush's time is the round's, not the sleep's */
 	}
+	return 0;
+}
+
+/* The end of a round that stayed in poll mode: the time and CPU stats are
+ * brought up to date every CPU_SAMPLE_ROUNDS. */
+static inline void
+round_end(struct evd_loop *loop)
+{
+	if (unlikely(++loop->rounds % CPU_SAMPLE_ROUNDS == 0)) {
+		set_mode(loop, loop->mode, evd__now(loop));
+		cpu_sample(loop);
+	}
+}
+
+/* One step; the caller holds the loop (EVD__RUN or EVD__STEP). */
+static int
+loop_step(struct evd_loop *loop)
+{
+	struct evd_policy_input in;
+	enum evd_action act;
+	uint64_t now = 0, arg = 0; /* now: set by round_poll (gcc with ASan cannot tell) */
+	bool polled;
+	int n;
+
+	/* 1. poll */
+	n = round_poll(loop, &now, &polled);
+	if (!polled)
+		return n;
+	if (n > 0)
+		goto out;
 
 	/* 2. decide */
 	in.now_ns = now;
@@ -1574,11 +1609,8 @@ loop_step(struct evd_loop *loop)
 		break;
 	}
 out:
-	if (unlikely(++loop->rounds % CPU_SAMPLE_ROUNDS == 0)) {
-		set_mode(loop, loop->mode, evd__now(loop));
-		cpu_sample(loop);
-	}
-	return (int)n;
+	round_end(loop);
+	return n;
 }
 
 int
@@ -1604,8 +1636,8 @@ int
 evd_loop_poll(struct evd_loop *loop, unsigned int budget)
 {
 	uint16_t burst;
-	uint64_t now;
-	uint32_t n;
+	uint64_t now = 0; /* set by round_poll (gcc with ASan cannot tell) */
+	bool polled;
 	int rc;
 
 	if (unlikely(!evd__live_loop(loop, "evd_loop_poll")))
@@ -1617,41 +1649,19 @@ evd_loop_poll(struct evd_loop *loop, unsigned int budget)
 	if (unlikely(rc < 0))
 		return EVD_ARG_ERR(rc, "evd_loop_poll %s: the loop is running, or this is a "
 				   "step's own callback", loop->name);
-	if (unlikely(__atomic_load_n(&loop->stop, __ATOMIC_ACQUIRE))) {
-		hold_release(loop);
-		return -ESHUTDOWN;
-	}
-	if (unlikely(__atomic_load_n(&loop->calls, __ATOMIC_RELAXED) != NULL))
-		run_calls(loop);
-	if (unlikely(loop->armed_outside)) {
-		n = end_outside_wait(loop);
-		hold_release(loop);
-		return (int)n;
-	}
-	now = evd__now(loop);
-	if (loop->timers.n > 0 && evd__timers_next(&loop->timers) <= now)
-		evd__timers_run(loop, now);
 	burst = loop->burst;
 	if (budget != 0)
 		loop->burst = (uint16_t)budget;
-	n = poll_all(loop, false);
+	rc = round_poll(loop, &now, &polled);
 	loop->burst = burst;
-	if (unlikely(loop->mode != EVD_MODE_POLL))
-		set_mode(loop, EVD_MODE_POLL, now);
-	if (n > 0) {
-		note_events(loop, now, n);
-	} else {
-		EVD_STAT_ADD(loop->stats.empty_polls, 1);
-		loop->idle_rounds++;
-		if (loop->on_idle != NULL)
-			loop->on_idle(loop, loop->on_idle_arg);
-	}
-	if (unlikely(++loop->rounds % CPU_SAMPLE_ROUNDS == 0)) {
-		set_mode(loop, loop->mode, evd__now(loop));
-		cpu_sample(loop);
+	if (polled) {
+		/* no policy: the round stays in poll mode, empty or not */
+		if (unlikely(loop->mode != EVD_MODE_POLL))
+			set_mode(loop, EVD_MODE_POLL, now);
+		round_end(loop);
 	}
 	hold_release(loop);
-	return (int)n;
+	return rc;
 }
 
 int
@@ -1665,9 +1675,7 @@ evd_loop_fd(const struct evd_loop *loop)
 int
 evd_loop_arm(struct evd_loop *loop, uint64_t *timeout_ns)
 {
-	uint32_t n, added;
-	uint64_t now, errors;
-	bool all_armed, proven;
+	uint64_t now;
 	int rc;
 
 	if (!evd__live_loop(loop, "evd_loop_arm"))
@@ -1684,28 +1692,11 @@ evd_loop_arm(struct evd_loop *loop, uint64_t *timeout_ns)
 	}
 	now = evd__now(loop);
 	if (!loop->armed_outside) {
-		/* steps 2 and 3 of sleep_protocol: arm, then the re-poll that
-		 * catches what landed before the arm */
-		added = loop->next_src_id;
-		set_mode(loop, EVD_MODE_SLEEP, now);
-		cpu_sample(loop);
-		mark_wait(loop);
-		all_armed = arm_all(loop, &proven);
-		errors = loop->stats.errors;
-		n = poll_all(loop, true);
-		if (n > 0 || loop->next_src_id != added) {
-			if (n > 0)
-				EVD_STAT_ADD(loop->stats.repoll_hits, 1);
-			disarm_all(loop);
-			now = evd__now(loop);
-			set_mode(loop, EVD_MODE_POLL, now);
-			if (n > 0)
-				note_events(loop, now, n);
+		rc = arm_and_repoll(loop, now, &loop->armed_all, &loop->armed_proven);
+		if (rc != 0) {
 			hold_release(loop);
-			return n > 0 ? (int)n : -EAGAIN;
+			return rc;
 		}
-		loop->armed_all = all_armed && loop->stats.errors == errors;
-		loop->armed_proven = proven;
 		loop->armed_outside = true;
 		EVD_STAT_ADD(loop->stats.sleeps, 1);
 	}

@@ -145,7 +145,7 @@ struct evd__key_slot {
 enum evd__holder {
 	EVD__FREE = 0,    /* no thread */
 	EVD__RUN = 1,     /* evd_loop_run() */
-	EVD__STEP = 2,    /* a step of evd_loop_step() */
+	EVD__STEP = 2,    /* a step, a poll or an arm (evd_loop_step, _poll, _arm) */
 	EVD__CONTROL = 3, /* a control call on a thread that does not run the loop */
 };
 

@@ -58,37 +58,44 @@ to_ring(struct evd_source *s)
 	return (struct evd_ring *)s;
 }
 
-static int
-ring_poll(struct evd_source *s, uint16_t budget)
+/* The consumer's side: take up to n events, in order, into out, and free
+ * their slots for the next lap (before any handler runs, so producers can
+ * post meanwhile). Returns how many. */
+static __rte_always_inline uint16_t
+ring_take(struct evd_ring *r, struct evd_event *out, uint16_t n)
 {
-	struct evd_ring *r = to_ring(s);
-	struct evd_event burst[RING_MAX_BURST];
 	/* in registers: the acquire loads below would make the compiler read
 	 * them again for every event */
 	struct ring_slot *const slots = r->slots;
 	const uint32_t mask = r->mask, size = r->size;
 	uint64_t t = r->tail;
-	uint16_t n = 0;
+	uint16_t k = 0;
 
-	if (budget > RING_MAX_BURST)
-		budget = RING_MAX_BURST;
-	while (n < budget) {
+	while (k < n) {
 		struct ring_slot *sl = &slots[t & mask];
 
 		if (__atomic_load_n(&sl->seq, __ATOMIC_ACQUIRE) != t + 1)
 			break;
-		burst[n++] = sl->ev;
-		/* Free the slot for the next lap before running the handler,
-		 * so producers can post while it runs. */
+		out[k++] = sl->ev;
 		__atomic_store_n(&sl->seq, t + size, __ATOMIC_RELEASE);
 		t++;
 	}
-	if (n == 0)
-		return 0;
 	/* Release: a reader of tail that acquires it sees head at least as
 	 * far (the claims of these events happen before, through seq), as
 	 * evd_ring_count() assumes; relaxed, C11 let it see an older head. */
-	__atomic_store_n(&r->tail, t, __ATOMIC_RELEASE);
+	if (k > 0)
+		__atomic_store_n(&r->tail, t, __ATOMIC_RELEASE);
+	return k;
+}
+
+static int
+ring_poll(struct evd_source *s, uint16_t budget)
+{
+	struct evd_event burst[RING_MAX_BURST];
+	uint16_t n = ring_take(to_ring(s), burst, RTE_MIN(budget, (uint16_t)RING_MAX_BURST));
+
+	if (n == 0)
+		return 0;
 	evd_source_deliver(s, burst, n);
 	return n;
 }
@@ -305,25 +312,18 @@ evd_ring_post(struct evd_source *s, const struct evd_event *ev)
 int
 evd_ring_discard(struct evd_source *s)
 {
-	struct evd_ring *r = to_ring(s);
-	uint64_t t;
+	struct evd_event drop[RING_MAX_BURST];
 	unsigned int n = 0;
+	uint16_t k;
 
 	if (s == NULL || s->ops != &ring_ops || s->magic != EVD_SOURCE_MAGIC)
 		return EVD_ARG_ERR(-EINVAL, "evd_ring_discard: %p is not a ring", (void *)s);
 	if (s->loop != NULL)
 		return EVD_ARG_ERR(-EBUSY, "evd_ring_discard %s: still on loop %s", s->name,
 				   evd_loop_name(s->loop));
-	/* the consumer's side, as ring_poll takes events, without the handler */
-	for (t = r->tail;; t++) {
-		struct ring_slot *sl = &r->slots[t & r->mask];
-
-		if (__atomic_load_n(&sl->seq, __ATOMIC_ACQUIRE) != t + 1)
-			break;
-		__atomic_store_n(&sl->seq, t + r->size, __ATOMIC_RELEASE);
-		n++;
-	}
-	__atomic_store_n(&r->tail, t, __ATOMIC_RELEASE);
+	/* as ring_poll takes them, without the handler */
+	while ((k = ring_take(to_ring(s), drop, RING_MAX_BURST)) > 0)
+		n += k;
 	if (n > 0)
 		EVD_LOG(WARNING, "ring %s: %u events discarded", s->name, n);
 	return (int)n;

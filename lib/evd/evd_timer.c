@@ -235,13 +235,10 @@ evd_timer_cancel(struct evd_loop *loop, struct evd_timer *t)
 	h = &loop->timers;
 	if (t == h->firing) {
 		h->firing_cancelled = true; /* a one-shot in its own callback: freed after it */
-	} else if (t->loop != loop) {
-		rc = EVD_ARG_ERR(-EINVAL, "evd_timer_cancel %s: timer %p is not on this loop",
-				 evd_loop_name(loop), (void *)t);
-	} else if (t->heap_idx == EVD__TIMER_FIRED) {
+	} else if (t->loop == loop && t->heap_idx == EVD__TIMER_FIRED) {
 		fired_drop(h, t);
 		free(t);
-	} else if (t->heap_idx < h->n && h->heap[t->heap_idx] == t) {
+	} else if (t->loop == loop && t->heap_idx < h->n && h->heap[t->heap_idx] == t) {
 		evd__timers_remove(h, t);
 		free(t);
 	} else {
