@@ -237,10 +237,10 @@ check_loop_waits(uint32_t bound_us, const struct evd_loop_stats *st)
  * them at once (SIGUSR1 open: at any instruction of a post, or outside one),
  * or, after a pause it made with SIGUSR1 blocked, at the first of two points:
  * its post's doorbell, if the post rings one (write() is interposed below:
- * that is after the publish, before the eventfd write), or the end of the
- * post. A hold at the doorbell leaves the loop asleep on an event no
- * notification announced yet, for 10x its bound: it times out, finds the
- * event, and only ring_notify_pending tells it from a lost wakeup. At random
+ * that is after the publish and the bell's bits, before the eventfd write),
+ * or the end of the post. A hold at the doorbell leaves the loop asleep on
+ * an event whose fd write has not come, for 10x its bound: it times out and
+ * must find the event through the bell's bits, not count it lost. At random
  * instants few holds land there (about 50 ns of a post that takes a few us
  * with its eventfd write): the doorbell point makes them many.
  */

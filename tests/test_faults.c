@@ -22,6 +22,7 @@
 
 #include <evd.h>
 #include <evd_source.h>
+#include <evd_private.h> /* the loop's bell, to push its eventfd to overflow */
 
 #include "evd_test.h"
 #include "strict_source.h"
@@ -208,12 +209,11 @@ inject(struct world *w, enum fault f, uint64_t *rnd)
 			pthread_kill(w->loop_thread, SIGUSR1);
 		break;
 	case F_EVENTFD_OVERFLOW: {
-		/* push a ring's doorbell to the edge: the next doorbell write
-		 * fails with EAGAIN, and the fd is readable all the same */
+		/* push the rings' doorbell to the edge: the next doorbell
+		 * write fails with EAGAIN, and the fd is readable all the same */
 		uint64_t big = UINT64_C(0xfffffffffffffffe) - 1;
-		struct evd_source *r = w->ring[test_xorshift(rnd) % N_RING];
 
-		if (write(r->ops->fd(r), &big, sizeof(big)) < 0)
+		if (write(evd__bell_fd(w->loop->bell), &big, sizeof(big)) < 0)
 			CHECK(errno == EAGAIN);
 		break;
 	}

@@ -120,8 +120,12 @@ sleep_then_add(int never_notify, struct evd_loop_stats *st, struct strict_source
 
 		CHECK_EQ(write(s->pipe[1], &rec, sizeof(rec)), (ssize_t)sizeof(rec));
 	}
-	if (never_notify)
-		CHECK_EQ(evd_loop_step(loop), 0); /* a second wait: the late one, or a timeout */
+	/* the late one: a round's look at epoll consumes it; a lost one: a
+	 * second wait times out */
+	if (never_notify == 2)
+		CHECK_EQ(evd_loop_poll(loop, 0), 0);
+	else if (never_notify)
+		CHECK_EQ(evd_loop_step(loop), 0);
 	CHECK_EQ(evd_loop_stats_get(loop, st), 0);
 	CHECK_EQ(evd_loop_remove(loop, &s->src), 0);
 	CHECK_EQ(evd_loop_destroy(loop), 0);
@@ -163,7 +167,7 @@ test_lost_wakeup_is_counted(void)
 
 /* A notification that trails its completion past the timeout is not a lost
  * wakeup: the loop leaves the source armed and the notification, when it
- * comes, ends the next wait (consumed there, spurious: nothing new). */
+ * comes, is consumed by the next round's look (spurious: nothing new). */
 static void
 test_late_notification_is_not_lost(void)
 {
@@ -171,9 +175,8 @@ test_late_notification_is_not_lost(void)
 	struct strict_source s;
 
 	sleep_then_add(2, &st, &s);
-	CHECK_EQ(st.sleeps, 2);
+	CHECK_EQ(st.sleeps, 1);
 	CHECK_EQ(st.sleep_timeouts, 1);
-	CHECK_EQ(st.wakeups, 1);
 	CHECK_EQ(st.lost_wakeups, 0);
 	CHECK_EQ(s.acked, 1);
 }

@@ -59,7 +59,7 @@ src = mid[2]["/evd/sources"]
 assert len(src) == 1, src
 name, one = next(iter(src.items()))
 assert name.isdigit() and one["name"] == "events", src # keyed by the source's id
-assert one["kind"] == "ring" and one["events"] > 0 and one["has_fd"] == 1, src
+assert one["kind"] == "ring" and one["events"] > 0 and one["notify"] == "bell", src
 assert mid[3]["/evd/stats"]["id"] == 0, "the loop by name"
 assert mid[4]["/evd/stats"] is None, f"an unknown loop is an error: {mid[4]}"
 e, es = end[0]["/evd/stats"], end[1]["/evd/sources"][name]

@@ -3,11 +3,16 @@
  * The loop and the arm protocol.
  *
  * evd_loop_step() is the whole protocol, in DESIGN.md's order:
- *   1. poll every source, dispatch what came;
+ *   1. poll every source not armed, dispatch what came;
  *   2. all empty: ask the policy (poll again, pause, or sleep);
- *   3. sleep: arm every armable source, then re-poll every source;
- *   4. still all empty: wait on epoll, bounded;
- *   5. wake: poll, ack every ready source exactly once, disarm.
+ *   3. sleep: arm every armable source not armed, then re-poll those;
+ *   4. still all empty: wait on epoll (the bell's fd among them), bounded;
+ *   5. wake: the notified sources' arms are spent: poll them from now on,
+ *      ack each exactly once.
+ * A source stays armed until its notification comes, across rounds and
+ * sleeps, so a round and a wake cost what the sources not armed cost, not
+ * what the loop holds; a busy round looks at the bell (a load) and, every
+ * LOOK_ROUNDS, at the armed fds (one epoll_wait without waiting).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,8 +40,10 @@ RTE_LOG_REGISTER(evd__logtype, lib.evd, INFO);
  * (an interrupt on its way through the kernel) before the loop calls it
  * lost: judged at the end of a later wait, never by waiting for it. */
 #define OWED_GRACE_NS 2000000ull
-/* The epoll key of the loop's own eventfd (no source slot reaches it). */
+/* The epoll keys of the loop's own eventfd and of its bell (no source slot
+ * reaches them). */
 #define WAKE_KEY UINT64_MAX
+#define BELL_KEY (UINT64_MAX - 1)
 /* a source's same op failure is logged once in this long (source_error) */
 #define ERR_LOG_QUIET_NS 1000000000ull
 /* Busy rounds between two reads of the thread CPU clock. */
@@ -503,6 +510,7 @@ evd_loop_create(const struct evd_loop_conf *conf, struct evd_loop **out)
 {
 	static const struct evd_loop_conf defaults;
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = WAKE_KEY };
+	struct epoll_event bev = { .events = EPOLLIN, .data.u64 = BELL_KEY };
 	struct evd_loop *loop;
 	int rc;
 
@@ -557,8 +565,10 @@ evd_loop_create(const struct evd_loop_conf *conf, struct evd_loop **out)
 
 	loop->epfd = epoll_create1(EPOLL_CLOEXEC);
 	loop->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (loop->epfd < 0 || loop->wake_fd < 0 ||
-	    epoll_ctl(loop->epfd, EPOLL_CTL_ADD, loop->wake_fd, &ev) < 0) {
+	loop->bell = evd__bell_get();
+	if (loop->epfd < 0 || loop->wake_fd < 0 || loop->bell == NULL ||
+	    epoll_ctl(loop->epfd, EPOLL_CTL_ADD, loop->wake_fd, &ev) < 0 ||
+	    epoll_ctl(loop->epfd, EPOLL_CTL_ADD, evd__bell_fd(loop->bell), &bev) < 0) {
 		rc = -errno;
 		EVD_LOG(ERR, "evd_loop_create %s: epoll set or eventfd: %s", loop->name, strerror(-rc));
 		goto fail;
@@ -579,6 +589,8 @@ fail:
 		close(loop->epfd);
 	if (loop->wake_fd >= 0)
 		close(loop->wake_fd);
+	if (loop->bell != NULL)
+		evd__bell_put(loop->bell);
 	free(loop);
 	return rc;
 }
@@ -617,7 +629,11 @@ evd_loop_destroy(struct evd_loop *loop)
 	evd__policy_destroy(&loop->policy);
 	close(loop->epfd);
 	close(loop->wake_fd);
+	evd__bell_put(loop->bell);
 	free(loop->src);
+	free(loop->act);
+	free(loop->woke);
+	free(loop->fresh);
 	free(loop->keys);
 	free(loop->fd_key);
 	free(loop->trace);
@@ -693,6 +709,52 @@ evd_source_destroy(struct evd_source *src)
 	if (ops->close != NULL)
 		ops->close(src);
 	return 0;
+}
+
+/* ---- the lists of a source ------------------------------------------------ */
+
+#define NOT_ACT UINT32_MAX
+/* Busy rounds between two looks at epoll, while watched fds are idle. */
+#define LOOK_ROUNDS 8
+
+static inline void
+act_add(struct evd_loop *loop, struct evd_source *s)
+{
+	if (s->act_pos != NOT_ACT)
+		return;
+	s->act_pos = loop->n_act;
+	loop->act[loop->n_act++] = s;
+}
+
+/* (Moves the last one into its place: an iteration of act runs backwards
+ * when it removes.) */
+static inline void
+act_del(struct evd_loop *loop, struct evd_source *s)
+{
+	struct evd_source *last;
+
+	if (s->act_pos == NOT_ACT)
+		return;
+	last = loop->act[--loop->n_act];
+	loop->act[s->act_pos] = last;
+	last->act_pos = s->act_pos;
+	s->act_pos = NOT_ACT;
+}
+
+static inline void
+owe(struct evd_loop *loop, struct evd_source *s, uint64_t since)
+{
+	if (s->owed_since_ns == 0)
+		loop->n_owed++;
+	s->owed_since_ns = since != 0 ? since : 1;
+}
+
+static inline void
+owe_clear(struct evd_loop *loop, struct evd_source *s)
+{
+	if (s->owed_since_ns != 0)
+		loop->n_owed--;
+	s->owed_since_ns = 0;
 }
 
 /* The source's epoll key: its slot, and the slot's generation above it. */
@@ -778,7 +840,13 @@ unwatch(struct evd_loop *loop, struct evd_source *s, const char *why)
 			"polled nor watched; remove it", loop->name, s->name, why, s->notify_fd);
 	if (s->has_fd && (uint32_t)s->notify_fd < loop->n_fd_key)
 		loop->fd_key[s->notify_fd] = 0;
-	s->failed = 1;
+	if (s->has_fd && s->armed)
+		loop->n_watched--;
+	if (s->has_fd && s->ops->arm != NULL)
+		loop->n_device--;
+	if (s->owed_since_ns != 0)
+		loop->n_owed--;
+	s->failed = 1; /* out of the round's list at the next arm pass */
 	s->has_fd = 0;
 	s->notify_fd = -1;
 	s->armed = EVD_ARM_NONE;
@@ -807,9 +875,11 @@ static void
 epoll_rebuild(struct evd_loop *loop)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = WAKE_KEY };
+	struct epoll_event bev = { .events = EPOLLIN, .data.u64 = BELL_KEY };
 	int fd = epoll_create1(EPOLL_CLOEXEC);
 
-	if (fd < 0 || epoll_ctl(fd, EPOLL_CTL_ADD, loop->wake_fd, &ev) < 0) {
+	if (fd < 0 || epoll_ctl(fd, EPOLL_CTL_ADD, loop->wake_fd, &ev) < 0 ||
+	    epoll_ctl(fd, EPOLL_CTL_ADD, evd__bell_fd(loop->bell), &bev) < 0) {
 		EVD_LOG(ERR, "loop %s: epoll set not rebuilt: %s", loop->name, strerror(errno));
 		if (fd >= 0)
 			close(fd);
@@ -859,13 +929,24 @@ evd_loop_add(struct evd_loop *loop, struct evd_source *src)
 	}
 	if (loop->n_src == loop->cap_src) {
 		uint32_t cap = loop->cap_src ? loop->cap_src * 2 : 8;
-		struct evd_source **a;
+		struct evd_source **a = NULL;
 		struct evd__key_slot *k = realloc(loop->keys, cap * sizeof(*k));
+		bool ok = k != NULL;
 
 		if (k != NULL)
 			loop->keys = k;
+		/* the loop's lists of sources, each at most one entry a source */
+		ok = ok && (a = realloc(loop->act, cap * sizeof(*a))) != NULL;
+		if (a != NULL)
+			loop->act = a;
+		ok = ok && (a = realloc(loop->woke, cap * sizeof(*a))) != NULL;
+		if (ok)
+			loop->woke = a;
+		ok = ok && (a = realloc(loop->fresh, cap * sizeof(*a))) != NULL;
+		if (ok)
+			loop->fresh = a;
 		evd__registry_lock();
-		a = k != NULL ? realloc(loop->src, cap * sizeof(*a)) : NULL;
+		a = ok ? realloc(loop->src, cap * sizeof(*a)) : NULL;
 		if (a != NULL) {
 			loop->src = a;
 			loop->cap_src = cap;
@@ -876,6 +957,12 @@ evd_loop_add(struct evd_loop *loop, struct evd_source *src)
 					 "sources", loop->name, src->name, cap);
 			goto out;
 		}
+	}
+	if (evd__bell_reserve(loop->bell, loop->free_key != UINT32_MAX ? loop->free_key
+								       : loop->n_keys) < 0) {
+		rc = EVD_ARG_ERR(-ENOMEM, "evd_loop_add %s: source %s: no memory for the "
+				 "doorbell", loop->name, src->name);
+		goto out;
 	}
 	key_take(loop, src);
 	if (fd >= 0) {
@@ -904,21 +991,27 @@ evd_loop_add(struct evd_loop *loop, struct evd_source *src)
 	} else {
 		src->has_fd = 0;
 		src->notify_fd = -1;
-		loop->n_poll_only++;
+		if (!src->ops->bell)
+			loop->n_poll_only++;
 	}
 	src->armed = EVD_ARM_NONE;
 	src->woken = 0;
 	src->removing = 0;
 	src->failed = 0;
 	src->owed_since_ns = 0;
+	src->act_pos = NOT_ACT;
 	src->index = loop->n_src;
 	src->id = loop->next_src_id++;
-	/* per-source counts start now: note_events keeps them from two sources
-	 * on, so only a lone source's, which it told the policy as the loop's
-	 * totals, needs a start (add stays O(1)) */
-	if (loop->n_src == 1)
-		loop->src[0]->events_at_note = loop->src[0]->stats.events;
-	src->events_at_note = src->stats.events;
+	__atomic_store_n(&src->bell, loop->bell, __ATOMIC_RELAXED);
+	if (src->has_fd && src->ops->arm == NULL) {
+		/* a level fd is watched from the start: epoll says when it is ready */
+		src->armed = EVD_ARM_LEVEL;
+		loop->n_watched++;
+	} else {
+		if (src->has_fd)
+			loop->n_device++;
+		act_add(loop, src);
+	}
 	src->loop = loop;
 	evd__registry_lock();
 	loop->src[loop->n_src++] = src;
@@ -930,19 +1023,26 @@ out:
 	return rc;
 }
 
+/* Out of interrupt mode: the driver's disarm (after a notification, too:
+ * a device's one-shot interrupt may need turning off), and the source is
+ * polled every round. */
 static void
-disarm(struct evd_source *s)
+disarm(struct evd_loop *loop, struct evd_source *s)
 {
 	if (!s->armed)
 		return;
+	if (s->has_fd)
+		loop->n_watched--;
 	s->armed = EVD_ARM_NONE;
-	s->owed_since_ns = 0;
+	owe_clear(loop, s);
 	if (s->ops->disarm != NULL) {
 		int rc = s->ops->disarm(s);
 
 		if (rc < 0 && rc != -ENOTSUP)
-			source_error(s->loop, s, "disarm", rc);
+			source_error(loop, s, "disarm", rc);
 	}
+	if (!s->failed)
+		act_add(loop, s);
 }
 
 /* Whether a notification fd is readable now (never waits). */
@@ -970,14 +1070,17 @@ detach(struct evd_loop *loop, struct evd_source *s)
 
 	/* A notification left unconsumed would be lost to the next owner, and
 	 * for verbs it would make ibv_destroy_cq() wait forever. Disarm first:
-	 * a source still armed after the check below (a ring, whose producers
-	 * ring its doorbell while it is armed) could notify once more, and that
-	 * notification would stay in the removed source. */
-	disarm(s);
+	 * a source still armed after the check below could notify once more,
+	 * and that notification would stay in the removed source. (A bell's
+	 * bit left behind names the slot's next source: a spurious poll.) */
+	disarm(loop, s);
+	act_del(loop, s);
 	if (s->has_fd) {
 		if (s->ops->ack != NULL && fd_ready(s->notify_fd))
 			ack_one(loop, s);
 		loop->fd_key[s->notify_fd] = 0;
+		if (s->ops->arm != NULL)
+			loop->n_device--;
 		if (epoll_ctl(loop->epfd, EPOLL_CTL_DEL, s->notify_fd, NULL) < 0) {
 			EVD_LOG(WARNING, "loop %s: source %s: fd %d was closed while registered "
 				"(EPOLL_CTL_DEL: %s)", loop->name, s->name, s->notify_fd,
@@ -985,7 +1088,7 @@ detach(struct evd_loop *loop, struct evd_source *s)
 			s->has_fd = 0; /* out of the rebuilt set */
 			epoll_rebuild(loop);
 		}
-	} else if (!s->failed) {
+	} else if (!s->failed && !s->ops->bell) {
 		loop->n_poll_only--;
 	}
 	key_give_back(loop, s);
@@ -1013,7 +1116,7 @@ evd_loop_remove(struct evd_loop *loop, struct evd_source *src)
 	if (held < 0)
 		return held;
 	if (loop->in_round) {
-		/* Called from a handler: the round is iterating the table. */
+		/* Called from a handler: the round is iterating its lists. */
 		src->removing = 1;
 		loop->pending_removal = true;
 	} else {
@@ -1023,6 +1126,9 @@ evd_loop_remove(struct evd_loop *loop, struct evd_source *src)
 	return 0;
 }
 
+/* The removals asked for during a round, once no list is iterated; a
+ * source still in the list of the last wait's notifications stays until
+ * that wait is settled. */
 static void
 reap_removed(struct evd_loop *loop)
 {
@@ -1039,128 +1145,101 @@ reap_removed(struct evd_loop *loop)
 
 /* ---- the protocol's steps ----------------------------------------------- */
 
-/* Step 1 (and 3, the re-poll): poll every source once. */
-static uint32_t
-poll_all(struct evd_loop *loop, bool repoll)
+static void __rte_noinline
+poll_failed(struct evd_loop *loop, struct evd_source *s, int n)
 {
-	uint32_t total = 0;
+	/* an fd closed under it would fail every round: unwatched */
+	source_error(loop, s, n == -EBADF ? "poll (fd closed while registered? no longer "
+		     "polled nor watched: remove it)" : "poll", n);
+	if (n == -EBADF)
+		source_fail(loop, s, NULL);
+}
 
-	loop->in_round = true;
-	for (uint32_t i = 0; i < loop->n_src; i++) {
-		struct evd_source *s = loop->src[i];
-		int n;
+/* Poll one source; the completions it delivered, told to the policy as the
+ * source's when the loop has several. */
+static __rte_always_inline uint32_t
+poll_one(struct evd_loop *loop, struct evd_source *s, bool repoll)
+{
+	int n = s->ops->poll(s, loop->burst);
+
+	EVD_STAT_ADD(s->stats.polls, 1);
+	if (likely(n == 0)) {
+		EVD_STAT_ADD(s->stats.empty_polls, 1);
+		return 0;
+	}
+	if (unlikely(n < 0)) {
+		poll_failed(loop, s, n);
+		return 0;
+	}
+	EVD_STAT_ADD(s->stats.events, n);
+	if (repoll)
+		EVD_STAT_ADD(s->stats.repoll_hits, 1);
+	if (unlikely(loop->n_src > 1) && loop->policy.ops->on_source_events != NULL)
+		loop->policy.ops->on_source_events(loop->policy.state, loop->round_now, s->id,
+						   (uint32_t)n);
+	return (uint32_t)n;
+}
+
+/* Step 1 (and 3, the re-poll): poll every source of the round's list. The
+ * caller sets in_round. */
+static __rte_always_inline uint32_t
+poll_act(struct evd_loop *loop, bool repoll)
+{
+	uint32_t total = 0, i;
+
+	for (i = 0; i < loop->n_act; i++) {
+		struct evd_source *s = loop->act[i];
 
 		if (unlikely(s->removing | s->failed))
 			continue;
-		n = s->ops->poll(s, loop->burst);
-		EVD_STAT_ADD(s->stats.polls, 1);
-		if (likely(n == 0)) {
-			EVD_STAT_ADD(s->stats.empty_polls, 1);
-			continue;
-		}
-		if (unlikely(n < 0)) {
-			/* an fd closed under it would fail every round: unwatched */
-			source_error(loop, s, n == -EBADF ? "poll (fd closed while registered? no "
-				     "longer polled nor watched: remove it)" : "poll", n);
-			if (n == -EBADF)
-				source_fail(loop, s, NULL);
-			continue;
-		}
-		EVD_STAT_ADD(s->stats.events, n);
-		if (repoll)
-			EVD_STAT_ADD(s->stats.repoll_hits, 1);
-		total += n;
+		total += poll_one(loop, s, repoll);
 	}
-	loop->in_round = false;
-	EVD_STAT_ADD(loop->stats.polls, loop->n_src);
-	if (unlikely(loop->pending_removal))
-		reap_removed(loop);
+	EVD_STAT_ADD(loop->stats.polls, i);
 	return total;
 }
 
-/* Step 2 of the sleep path: arm. Returns false if a source could not be
- * armed: the poll-only bound then bounds the sleep.
- * *proven: every armed source's notification is one the loop can trust
- * (a level fd; a source that says when one is in flight, the ring): no
- * backstop timeout is needed for them. */
-static bool
-arm_all(struct evd_loop *loop, bool *proven)
+/* A source's notification came (its fd was ready, or its bell bit): the
+ * arm of a source that has one is spent, it is polled every round from now
+ * on; a level fd stays watched. */
+static void
+mark_woken(struct evd_loop *loop, struct evd_source *s)
 {
-	bool all = true;
-
-	*proven = true;
-	for (uint32_t i = 0; i < loop->n_src; i++) {
-		struct evd_source *s = loop->src[i];
-		int rc;
-
-		if (s->has_fd && s->ops->arm != NULL && s->ops->notify_pending == NULL)
-			*proven = false;
-		if (!s->has_fd || s->armed)
-			continue;
-		if (s->ops->arm == NULL) {
-			s->armed = EVD_ARM_LEVEL;
-			continue;
-		}
-		rc = s->ops->arm(s);
-		if (rc == 0) {
-			s->armed = EVD_ARM_ONCE;
-			EVD_STAT_ADD(s->stats.arms, 1);
-			EVD_STAT_ADD(loop->stats.arms, 1);
-		} else if (rc == -ENOTSUP) {
-			s->armed = EVD_ARM_LEVEL; /* e.g. tap */
-		} else {
-			source_error(loop, s, "arm", rc);
-			all = false;
-		}
-	}
-	return all;
+	if (s->woken || s->removing || s->failed)
+		return;
+	s->woken = 1;
+	s->events_at_sleep = s->stats.events;
+	loop->woke[loop->n_woke++] = s;
+	EVD_STAT_ADD(s->stats.wakeups, 1);
+	if (s->ops->arm != NULL || s->ops->bell)
+		disarm(loop, s);
 }
 
-/* Leave interrupt mode; a source that owes a notification stays armed so
- * that it can still arrive (owed_judge). */
 static void
-disarm_all(struct evd_loop *loop)
+bell_slot(void *arg, uint32_t slot)
 {
-	for (uint32_t i = 0; i < loop->n_src; i++)
-		if (loop->src[i]->owed_since_ns == 0)
-			disarm(loop->src[i]);
+	struct evd_loop *loop = arg;
+	struct evd_source *s = slot < loop->n_keys ? loop->keys[slot].src : NULL;
+
+	/* a bit a producer set for the slot's last source, or for an arm
+	 * the loop withdrew since, is nobody's notification */
+	if (s != NULL && s->ops->bell && s->armed == EVD_ARM_ONCE)
+		mark_woken(loop, s);
 }
 
 /* epoll_pwait2 failed with ENOSYS or EPERM once: the kernel predates 5.11,
  * or a seccomp profile refuses the call */
 static bool no_epoll_pwait2;
 
-/* Step 4: wait on epoll, at most timeout_ns; mark the sources whose fd is
- * ready. Returns the wake reason. A nap (nothing armed) counts as a nap, and
- * its timeout is its normal end, not a sleep timeout. */
-static enum evd_wake_reason collect_ready(struct evd_loop *loop, const struct timespec *tsp,
-					 bool nap);
-
-static enum evd_wake_reason
-wait_ready(struct evd_loop *loop, uint64_t timeout_ns, bool nap)
-{
-	struct timespec ts = {
-		.tv_sec = (time_t)(timeout_ns / 1000000000ull),
-		.tv_nsec = (long)(timeout_ns % 1000000000ull),
-	};
-
-	if (nap)
-		EVD_STAT_ADD(loop->stats.naps, 1);
-	else
-		EVD_STAT_ADD(loop->stats.sleeps, 1);
-	return collect_ready(loop, timeout_ns == UINT64_MAX ? NULL : &ts, nap); /* NULL: no timeout */
-}
-
-/* The wait itself (tsp NULL: none; zero: only look), and the marking of the
- * sources whose fd is ready. */
-static enum evd_wake_reason
-collect_ready(struct evd_loop *loop, const struct timespec *tsp, bool nap)
+/* Wait on epoll at most *tsp (NULL: no timeout; zero: only look), then mark
+ * the sources notified, the bell's too. Returns the epoll events (-1: the
+ * wait failed, errno), *stop if the loop's eventfd came with a stop.
+ * (loop->bell_fd_seen: the bell's fd was among them.) */
+static int
+gather(struct evd_loop *loop, const struct timespec *tsp, bool *stop)
 {
 	struct epoll_event evs[64];
-	enum evd_wake_reason why = EVD_WAKE_NOTIFY;
-	int n;
+	int n = -1;
 
-	n = -1;
 	errno = ENOSYS;
 	if (!__atomic_load_n(&no_epoll_pwait2, __ATOMIC_RELAXED))
 		n = epoll_pwait2(loop->epfd, evs, RTE_DIM(evs), tsp, NULL);
@@ -1177,19 +1256,6 @@ collect_ready(struct evd_loop *loop, const struct timespec *tsp, bool nap)
 		if (n > 0)
 			n = epoll_wait(loop->epfd, evs, RTE_DIM(evs), 0);
 	}
-	if (n == 0) {
-		if (!nap)
-			EVD_STAT_ADD(loop->stats.sleep_timeouts, 1);
-		return EVD_WAKE_TIMEOUT;
-	}
-	EVD_STAT_ADD(loop->stats.wakeups, 1);
-	if (n < 0) {
-		/* EINTR: a signal woke us, nothing is ready: a spurious wakeup */
-		if (errno != EINTR)
-			EVD_LOG(ERR, "loop %s: wait: %s", loop->name, strerror(errno));
-		EVD_STAT_ADD(loop->stats.spurious_wakeups, 1);
-		return EVD_WAKE_NOTIFY;
-	}
 	for (int i = 0; i < n; i++) {
 		struct evd_source *s;
 
@@ -1199,7 +1265,12 @@ collect_ready(struct evd_loop *loop, const struct timespec *tsp, bool nap)
 			if (read(loop->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 				EVD_LOG(ERR, "loop %s: wake eventfd: %s", loop->name, strerror(errno));
 			if (__atomic_load_n(&loop->stop, __ATOMIC_ACQUIRE))
-				why = EVD_WAKE_STOP;
+				*stop = true;
+			continue;
+		}
+		if (evs[i].data.u64 == BELL_KEY) {
+			evd__bell_drain(loop->bell);
+			loop->bell_fd_seen = true;
 			continue;
 		}
 		s = key_source(loop, evs[i].data.u64);
@@ -1210,10 +1281,74 @@ collect_ready(struct evd_loop *loop, const struct timespec *tsp, bool nap)
 			epoll_rebuild(loop);
 			continue;
 		}
-		s->woken = 1;
-		EVD_STAT_ADD(s->stats.wakeups, 1);
+		mark_woken(loop, s);
 	}
-	return why;
+	if (evd__bell_rung(loop->bell))
+		evd__bell_take(loop->bell, bell_slot, loop);
+	return n;
+}
+
+/* Step 4: wait, at most timeout_ns (UINT64_MAX: no bound), and mark the
+ * sources notified. Returns the wake reason. A nap (nothing armed for it)
+ * counts as a nap, and its timeout is its normal end; it does not tell the
+ * bell it waits, so that rings do not end it. */
+static enum evd_wake_reason
+wait_ready(struct evd_loop *loop, uint64_t timeout_ns, bool nap)
+{
+	static const struct timespec look = { 0, 0 };
+	struct timespec ts = {
+		.tv_sec = (time_t)(timeout_ns / 1000000000ull),
+		.tv_nsec = (long)(timeout_ns % 1000000000ull),
+	};
+	const struct timespec *tsp = timeout_ns == UINT64_MAX ? NULL : &ts;
+	bool stop = false, rung = false;
+	int n;
+
+	loop->n_woke = 0;
+	loop->bell_fd_seen = false;
+	if (nap)
+		EVD_STAT_ADD(loop->stats.naps, 1);
+	else
+		EVD_STAT_ADD(loop->stats.sleeps, 1);
+	/* a bell rung while the loop was awake wrote no fd: no wait then */
+	if (!nap && !evd__bell_sleep(loop->bell)) {
+		rung = true;
+		tsp = &look;
+	}
+	n = gather(loop, tsp, &stop);
+	if (!nap)
+		evd__bell_wake(loop->bell);
+	/* a wait that ran out is a timeout, whatever the bell's bits then
+	 * showed (a producer between its bits and its write) */
+	if (n == 0 && !rung) {
+		if (!nap)
+			EVD_STAT_ADD(loop->stats.sleep_timeouts, 1);
+		return EVD_WAKE_TIMEOUT;
+	}
+	EVD_STAT_ADD(loop->stats.wakeups, 1);
+	if (n < 0 && errno != EINTR)
+		EVD_LOG(ERR, "loop %s: wait: %s", loop->name, strerror(errno));
+	/* a signal (EINTR), or the bell's fd with no bit behind it (a late
+	 * write, the bits taken by a round before): nothing is ready */
+	if (loop->n_woke == 0 && (n < 0 || (n == 1 && loop->bell_fd_seen)))
+		EVD_STAT_ADD(loop->stats.spurious_wakeups, 1);
+	return stop ? EVD_WAKE_STOP : EVD_WAKE_NOTIFY;
+}
+
+/* Poll the level fds notified (the others joined the round's list when
+ * marked). The caller sets in_round. */
+static uint32_t
+poll_woken_level(struct evd_loop *loop)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < loop->n_woke; i++) {
+		struct evd_source *s = loop->woke[i];
+
+		if (s->armed == EVD_ARM_LEVEL && !(s->removing | s->failed))
+			n += poll_one(loop, s, false);
+	}
+	return n;
 }
 
 /* Step 5: consume the notification of every source that woke the loop,
@@ -1222,38 +1357,31 @@ collect_ready(struct evd_loop *loop, const struct timespec *tsp, bool nap)
 static void
 ack_woken(struct evd_loop *loop)
 {
-	for (uint32_t i = 0; i < loop->n_src; i++) {
-		struct evd_source *s = loop->src[i];
-		int rc;
+	for (uint32_t i = 0; i < loop->n_woke; i++) {
+		struct evd_source *s = loop->woke[i];
 
-		if (!s->woken || s->ops->ack == NULL)
-			continue;
-		rc = s->ops->ack(s);
-		if (rc < 0 && rc != -EAGAIN)
-			source_error(loop, s, "ack", rc);
+		if (s->has_fd && s->ops->ack != NULL)
+			ack_one(loop, s);
 	}
 }
 
-/* After a wait (a sleep or a nap): the sources that notified and found
- * nothing were spurious (and the loop's wakeup, if nothing was found). */
-static void
-settle_woken(struct evd_loop *loop, enum evd_wake_reason why, uint32_t found)
+/* The notified sources that found nothing were spurious; a late
+ * notification settles a debt. Returns whether any was notified. */
+static bool
+settle_woken(struct evd_loop *loop)
 {
-	bool any_woken = false;
+	bool any = loop->n_woke > 0;
 
-	for (uint32_t i = 0; i < loop->n_src; i++) {
-		struct evd_source *s = loop->src[i];
+	for (uint32_t i = 0; i < loop->n_woke; i++) {
+		struct evd_source *s = loop->woke[i];
 
-		if (!s->woken)
-			continue;
-		any_woken = true;
-		s->owed_since_ns = 0; /* a late notification came */
+		owe_clear(loop, s);
 		if (s->stats.events == s->events_at_sleep)
 			EVD_STAT_ADD(s->stats.spurious_wakeups, 1);
 		s->woken = 0;
 	}
-	if (why == EVD_WAKE_NOTIFY && found == 0 && any_woken)
-		EVD_STAT_ADD(loop->stats.spurious_wakeups, 1);
+	loop->n_woke = 0;
+	return any;
 }
 
 static void
@@ -1265,67 +1393,79 @@ count_lost_wakeup(struct evd_loop *loop, struct evd_source *s)
 		"no notification)", loop->name, s->name);
 }
 
-/* An armed source found completions after a timed-out sleep and its fd did
- * not wake the loop. Its notification may still be on its way: a ring says
- * so at once (a producer between publishing and ringing, however long it
- * is held: notify_pending); a device's gets OWED_GRACE_NS, judged at the
- * end of a later wait with the source left armed, never by waiting here.
- * Only a notification that will never come is a lost wakeup. */
+/* A device's completions were found after a timed-out sleep and its fd did
+ * not wake the loop. Its notification may still be on its way (an
+ * interrupt through the kernel): it gets OWED_GRACE_NS, judged at the end
+ * of a later wait with the source left armed (and polled every round),
+ * never by waiting here. Only a notification that will never come is a
+ * lost wakeup. */
 static void
 judge_silence(struct evd_loop *loop, struct evd_source *s, uint64_t now)
 {
-	/* before the fd: a producer done with its doorbell step has written
-	 * it by the time notify_pending says so */
-	bool pending = s->ops->notify_pending != NULL && s->ops->notify_pending(s);
-
-	if (fd_ready(s->notify_fd))
+	if (fd_ready(s->notify_fd)) {
 		ack_one(loop, s);
-	else if (s->ops->notify_pending == NULL)
-		s->owed_since_ns = now != 0 ? now : 1;
-	else if (!pending)
-		count_lost_wakeup(loop, s);
+		disarm(loop, s);
+	} else {
+		owe(loop, s, now);
+		act_add(loop, s);
+	}
 }
 
-/* A notification owed since an earlier wait: it came (the fd woke the loop:
- * settle_woken clears the debt; or it is ready now), or the grace is over
- * and it is lost. */
+/* A notification owed since an earlier wait: it came (settle_woken clears
+ * the debt; or it is ready now), or the grace is over and it is lost. */
 static void
 owed_judge(struct evd_loop *loop, struct evd_source *s, uint64_t now)
 {
 	if (!s->woken && now - s->owed_since_ns >= OWED_GRACE_NS) {
-		s->owed_since_ns = 0;
+		owe_clear(loop, s);
 		if (fd_ready(s->notify_fd))
 			ack_one(loop, s);
 		else
 			count_lost_wakeup(loop, s);
+		disarm(loop, s);
 	}
 }
 
-/* After a sleep: judge the armed sources that hold completions after a
- * timeout with no notification seen, and the notifications still owed from
- * earlier waits; settle the woken ones; leave interrupt mode (disarm). */
-static void
-after_wake(struct evd_loop *loop, enum evd_wake_reason why, uint32_t found, uint64_t now)
+/* After a sleep: a timeout polls the armed devices (whose notification the
+ * loop cannot prove) and judges those holding completions; the debts of
+ * earlier waits are judged. The caller sets in_round. Returns what the
+ * polls found. */
+static uint32_t
+after_sleep(struct evd_loop *loop, enum evd_wake_reason why, uint64_t now)
 {
+	uint32_t found = 0;
+
+	if ((why != EVD_WAKE_TIMEOUT || loop->n_device == 0) && loop->n_owed == 0)
+		return 0;
 	for (uint32_t i = 0; i < loop->n_src; i++) {
 		struct evd_source *s = loop->src[i];
 
-		if (s->owed_since_ns != 0)
+		if (s->owed_since_ns != 0) {
 			owed_judge(loop, s, now);
-		else if (why == EVD_WAKE_TIMEOUT && !s->woken && s->armed == EVD_ARM_ONCE &&
-			 s->stats.events != s->events_at_sleep)
-			judge_silence(loop, s, now);
+		} else if (why == EVD_WAKE_TIMEOUT && s->armed && s->has_fd && s->ops->arm != NULL &&
+			   !s->woken && !s->removing) {
+			uint32_t n = poll_one(loop, s, false);
+
+			if (n == 0)
+				continue;
+			found += n;
+			/* an arm that said -ENOTSUP promised no notification */
+			if (s->armed == EVD_ARM_ONCE)
+				judge_silence(loop, s, now);
+			else
+				disarm(loop, s);
+		}
 	}
-	settle_woken(loop, why, found);
-	disarm_all(loop);
+	return found;
 }
 
 /* The wait's timeout; UINT64_MAX: none. Without max_sleep_us an idle loop
- * whose notifications are all proven (see arm_all) has no reason to wake;
- * a device's interrupt keeps the default bound as a backstop. */
+ * whose notifications are all proven (no device armed) has no reason to
+ * wake; a device's interrupt keeps the default bound as a backstop. */
 static uint64_t
-sleep_bound(struct evd_loop *loop, uint64_t policy_ns, bool all_armed, bool proven, uint64_t now)
+sleep_bound(struct evd_loop *loop, uint64_t policy_ns, bool all_armed, uint64_t now)
 {
+	bool proven = loop->n_device == 0;
 	uint64_t t = proven && !loop->max_sleep_given ? UINT64_MAX : loop->max_sleep_ns;
 	uint64_t next = evd__timers_next(&loop->timers);
 
@@ -1345,17 +1485,6 @@ note_events(struct evd_loop *loop, uint64_t now, uint32_t n)
 	loop->last_event_ns = now;
 	loop->last_burst = n;
 	loop->idle_rounds = 0;
-	if (unlikely(loop->n_src > 1) && loop->policy.ops->on_source_events != NULL)
-		for (uint32_t i = 0; i < loop->n_src; i++) {
-			struct evd_source *s = loop->src[i];
-			uint64_t e = s->stats.events;
-
-			if (e != s->events_at_note) {
-				loop->policy.ops->on_source_events(loop->policy.state, now, s->id,
-								   (uint32_t)(e - s->events_at_note));
-				s->events_at_note = e;
-			}
-		}
 	if (loop->policy.ops->on_events != NULL)
 		loop->policy.ops->on_events(loop->policy.state, now, n);
 }
@@ -1372,11 +1501,10 @@ pause_for(uint64_t ns)
 }
 
 /* Back from a wait (a sleep, or a nap) that began at t0: tell the policy,
- * run due timers, poll (step 1 again; after a sleep with the sources still
- * armed, so that the lost-wakeup check sees any notification raised
- * meanwhile), ack what woke us (step 5), then settle the wake: after a
- * sleep the lost-wakeup check and the disarm (after_wake), after a nap
- * only the spurious count. Returns the completions found. */
+ * run due timers, poll the round's list (the notified sources joined it)
+ * and the level fds notified, ack what woke us (step 5), then settle the
+ * wake: after a sleep the devices' lost-wakeup check. Returns the
+ * completions found. */
 static uint32_t
 after_wait(struct evd_loop *loop, uint64_t t0, enum evd_wake_reason why, bool nap)
 {
@@ -1386,49 +1514,126 @@ after_wait(struct evd_loop *loop, uint64_t t0, enum evd_wake_reason why, bool na
 	set_mode(loop, EVD_MODE_POLL, t1);
 	if (loop->policy.ops->on_wake != NULL)
 		loop->policy.ops->on_wake(loop->policy.state, t1, t1 > t0 ? t1 - t0 : 0, why);
+	/* from here on a removal waits for the settle: the notified sources'
+	 * list holds them (a timer's callback too) */
+	loop->in_round = true;
 	evd__timers_run(loop, t1);
-	n = poll_all(loop, false);
+	loop->round_now = t1;
+	n = poll_act(loop, false);
+	n += poll_woken_level(loop);
 	/* after the poll: the CPU clock's read (a syscall on some hosts) would
 	 * delay the handlers of what woke us */
 	cpu_sample(loop);
 	ack_woken(loop);
-	if (nap)
-		settle_woken(loop, why, n);
-	else
-		after_wake(loop, why, n, t1);
+	if (!nap)
+		n += after_sleep(loop, why, t1);
+	loop->in_round = false;
+	/* a wakeup of the loop that found nothing anywhere was spurious */
+	if (settle_woken(loop) && why == EVD_WAKE_NOTIFY && n == 0)
+		EVD_STAT_ADD(loop->stats.spurious_wakeups, 1);
+	if (unlikely(loop->pending_removal))
+		reap_removed(loop);
 	if (n > 0)
 		note_events(loop, t1, n);
 	return n;
 }
 
-/* The sources' event counts as a wait begins (spurious and lost wakeups
- * are judged against them). */
-static void
-mark_wait(struct evd_loop *loop)
+/* A busy round's look at the notifications: epoll without waiting when fds
+ * are watched, the bell when it rang. The notified sources are polled.
+ * The caller sets in_round. */
+static uint32_t
+look(struct evd_loop *loop)
 {
-	for (uint32_t i = 0; i < loop->n_src; i++)
-		loop->src[i]->events_at_sleep = loop->src[i]->stats.events;
+	static const struct timespec zero = { 0, 0 };
+	bool stop = false;
+	uint32_t n;
+
+	loop->n_woke = 0;
+	loop->since_look = 0;
+	if (loop->n_watched > 0)
+		(void)gather(loop, &zero, &stop);
+	else
+		evd__bell_take(loop->bell, bell_slot, loop);
+	n = 0;
+	for (uint32_t i = 0; i < loop->n_woke; i++) {
+		struct evd_source *s = loop->woke[i];
+
+		if (!(s->removing | s->failed))
+			n += poll_one(loop, s, false);
+	}
+	ack_woken(loop);
+	loop->look_found = settle_woken(loop);
+	return n;
 }
 
-/* Steps 2 and 3, from poll mode to armed: arm every source, then poll once
- * more. A completion that landed between the last empty poll and the arm
- * raises no notification on strict (IBTA, virtio) sources; sleeping without
- * this re-poll strands it until the timeout: the lost wakeup. Returns the
- * completions the re-poll found (disarmed again, in poll mode), 0 armed
- * (*all_armed and *proven for sleep_bound), or -EAGAIN: a source joined
- * after the arm pass (disarmed: start over). */
+/* Steps 2 and 3, from poll mode to armed: arm the sources of the round's
+ * list, fence once, then poll them once more. A completion that landed
+ * between the last empty poll and the arm raises no notification on strict
+ * (IBTA, virtio) sources; sleeping without this re-poll strands it until
+ * the timeout: the lost wakeup. The sources armed in earlier passes need no
+ * re-poll: they were polled after their arm, and notify since. Returns the
+ * completions the re-poll found (their sources are polled every round
+ * again), 0 armed (*all_armed for sleep_bound), or -EAGAIN: a source joined
+ * after the arm pass (start over). */
 static int
-arm_and_repoll(struct evd_loop *loop, uint64_t now, bool *all_armed, bool *proven)
+arm_and_repoll(struct evd_loop *loop, uint64_t now, bool *all_armed)
 {
-	uint32_t n, added = loop->next_src_id; /* ids count the adds */
+	uint32_t n, n_fresh = 0, added = loop->next_src_id; /* ids count the adds */
 	uint64_t errors;
 
 	set_mode(loop, EVD_MODE_SLEEP, now);
 	cpu_sample(loop);
-	mark_wait(loop);
-	*all_armed = arm_all(loop, proven);
+	*all_armed = true;
+	for (uint32_t i = loop->n_act; i-- > 0;) {
+		struct evd_source *s = loop->act[i];
+		int rc;
+
+		if (s->failed) {
+			act_del(loop, s);
+			continue;
+		}
+		if ((!s->has_fd && !s->ops->bell) || s->armed || s->removing)
+			continue; /* poll-only; owed (armed, polled) */
+		rc = s->ops->arm != NULL ? s->ops->arm(s) : -ENOTSUP;
+		if (rc == 0) {
+			s->armed = EVD_ARM_ONCE;
+			EVD_STAT_ADD(s->stats.arms, 1);
+			EVD_STAT_ADD(loop->stats.arms, 1);
+			loop->fresh[n_fresh++] = s;
+		} else if (rc == -ENOTSUP && s->has_fd) {
+			/* e.g. tap, a solicited-only CQ: armed, but not for every
+			 * completion (polled after a timeout, never judged) */
+			s->armed = EVD_ARM_LEVEL;
+		} else {
+			source_error(loop, s, "arm", rc);
+			*all_armed = false;
+			continue;
+		}
+		if (s->has_fd)
+			loop->n_watched++;
+		act_del(loop, s);
+	}
+	/* one fence for every software source armed above: it pairs with the
+	 * producers' between publishing and looking at their armed flag */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	errors = loop->stats.errors;
-	n = poll_all(loop, true);
+	loop->round_now = now;
+	loop->in_round = true;
+	n = poll_act(loop, true);
+	for (uint32_t i = 0; i < n_fresh; i++) {
+		struct evd_source *s = loop->fresh[i];
+		uint32_t k;
+
+		if (s->removing | s->failed)
+			continue;
+		k = poll_one(loop, s, true);
+		if (k > 0 && s->armed == EVD_ARM_ONCE)
+			disarm(loop, s); /* busy: polled every round again */
+		n += k;
+	}
+	loop->in_round = false;
+	if (unlikely(loop->pending_removal))
+		reap_removed(loop);
 	/* a source whose re-poll failed was not checked: what landed before
 	 * its arm may never notify, so the wait is bounded as for one that
 	 * could not be armed */
@@ -1437,9 +1642,7 @@ arm_and_repoll(struct evd_loop *loop, uint64_t now, bool *all_armed, bool *prove
 	if (n == 0 && loop->next_src_id != added) {
 		/* a source joined after the arm pass (on_error during the
 		 * re-poll): it is not armed, and its notifications would not
-		 * wake this wait. Start over: the next step polls it and arms
-		 * it with the others. */
-		disarm_all(loop);
+		 * wake this wait. Start over: the next step arms it. */
 		set_mode(loop, EVD_MODE_POLL, evd__now(loop));
 		return -EAGAIN;
 	}
@@ -1447,7 +1650,6 @@ arm_and_repoll(struct evd_loop *loop, uint64_t now, bool *all_armed, bool *prove
 		uint64_t t1;
 
 		EVD_STAT_ADD(loop->stats.repoll_hits, 1);
-		disarm_all(loop);
 		t1 = evd__now(loop);
 		set_mode(loop, EVD_MODE_POLL, t1);
 		note_events(loop, t1, n);
@@ -1463,27 +1665,26 @@ static int
 sleep_protocol(struct evd_loop *loop, uint64_t policy_ns, uint64_t now)
 {
 	enum evd_wake_reason why;
-	bool all_armed, proven;
+	bool all_armed;
 	uint64_t t0;
-	int rc = arm_and_repoll(loop, now, &all_armed, &proven);
+	int rc = arm_and_repoll(loop, now, &all_armed);
 
 	if (rc != 0)
 		return rc > 0 ? rc : 0;
 	t0 = evd__now(loop);
 	if (__atomic_load_n(&loop->stop, __ATOMIC_ACQUIRE)) {
-		disarm_all(loop);
 		set_mode(loop, EVD_MODE_POLL, t0);
 		return 0;
 	}
-	why = wait_ready(loop, sleep_bound(loop, policy_ns, all_armed, proven, t0), false);
+	why = wait_ready(loop, sleep_bound(loop, policy_ns, all_armed, t0), false);
 	return (int)after_wait(loop, t0, why, false);
 }
 
 /* The policy said nap: wait ns (or less: a timer, the loop's bound) with
- * nothing armed, so completions gather unannounced (software interrupt
- * moderation), then poll them together. No arm, no re-poll, no lost-wakeup
- * check: nothing was promised. A level fd (always armed) or a stop can end
- * it early. */
+ * nothing armed for it, so completions gather unannounced (software
+ * interrupt moderation), then poll them together. No arm, no re-poll, no
+ * lost-wakeup check: nothing was promised. A level fd, a device still
+ * armed from an earlier sleep or a stop can end it early. */
 static int
 nap_protocol(struct evd_loop *loop, uint64_t ns, uint64_t now)
 {
@@ -1495,8 +1696,7 @@ nap_protocol(struct evd_loop *loop, uint64_t ns, uint64_t now)
 		set_mode(loop, EVD_MODE_POLL, now);
 		return 0;
 	}
-	mark_wait(loop);
-	why = wait_ready(loop, sleep_bound(loop, ns != 0 ? ns : 1000, true, true, now), true);
+	why = wait_ready(loop, sleep_bound(loop, ns != 0 ? ns : 1000, true, now), true);
 	return (int)after_wait(loop, now, why, true);
 }
 
@@ -1505,10 +1705,24 @@ nap_protocol(struct evd_loop *loop, uint64_t ns, uint64_t now)
 static uint32_t
 end_outside_wait(struct evd_loop *loop)
 {
-	static const struct timespec look = { 0, 0 };
+	static const struct timespec zero = { 0, 0 };
+	enum evd_wake_reason why = EVD_WAKE_NOTIFY;
+	bool stop = false;
+	int n;
 
 	loop->armed_outside = false;
-	return after_wait(loop, loop->mode_mark_ns, collect_ready(loop, &look, false), false);
+	loop->n_woke = 0;
+	n = gather(loop, &zero, &stop);
+	evd__bell_wake(loop->bell);
+	if (n == 0 && loop->n_woke == 0) {
+		EVD_STAT_ADD(loop->stats.sleep_timeouts, 1);
+		why = EVD_WAKE_TIMEOUT;
+	} else {
+		EVD_STAT_ADD(loop->stats.wakeups, 1);
+	}
+	if (stop)
+		why = EVD_WAKE_STOP;
+	return after_wait(loop, loop->mode_mark_ns, why, false);
 }
 
 /* What a round does before the policy: the calls queued, the end of a
@@ -1533,7 +1747,18 @@ round_poll(struct evd_loop *loop, uint64_t *now, bool *polled)
 	if (loop->timers.n > 0 && evd__timers_next(&loop->timers) <= *now)
 		evd__timers_run(loop, *now);
 
-	n = poll_all(loop, false);
+	loop->round_now = *now;
+	loop->in_round = true;
+	n = poll_act(loop, false);
+	/* the bell is a load; epoll a syscall: in an empty round, and every
+	 * LOOK_ROUNDS busy ones while the fds it watches stay quiet */
+	if (unlikely(evd__bell_rung(loop->bell)) ||
+	    (loop->n_watched > 0 &&
+	     (n == 0 || loop->look_found || ++loop->since_look >= LOOK_ROUNDS)))
+		n += look(loop);
+	loop->in_round = false;
+	if (unlikely(loop->pending_removal))
+		reap_removed(loop);
 	if (n > 0) {
 		if (unlikely(loop->mode != EVD_MODE_POLL))
 			set_mode(loop, EVD_MODE_POLL, *now);
@@ -1692,7 +1917,7 @@ evd_loop_arm(struct evd_loop *loop, uint64_t *timeout_ns)
 	}
 	now = evd__now(loop);
 	if (!loop->armed_outside) {
-		rc = arm_and_repoll(loop, now, &loop->armed_all, &loop->armed_proven);
+		rc = arm_and_repoll(loop, now, &loop->armed_all);
 		if (rc != 0) {
 			hold_release(loop);
 			return rc;
@@ -1700,7 +1925,9 @@ evd_loop_arm(struct evd_loop *loop, uint64_t *timeout_ns)
 		loop->armed_outside = true;
 		EVD_STAT_ADD(loop->stats.sleeps, 1);
 	}
-	*timeout_ns = sleep_bound(loop, 0, loop->armed_all, loop->armed_proven, now);
+	/* a bell rung while the loop was awake wrote no fd: the caller's wait
+	 * must not block */
+	*timeout_ns = evd__bell_sleep(loop->bell) ? sleep_bound(loop, 0, loop->armed_all, now) : 0;
 	hold_release(loop);
 	return 0;
 }

@@ -45,6 +45,19 @@ bool evd__live_loop(const struct evd_loop *loop, const char *call);
 int evd__control_enter(struct evd_loop *loop, const char *call);
 void evd__control_leave(struct evd_loop *loop, int held);
 
+/* The loop's doorbell (evd_bell.c): software sources' notifications, one
+ * eventfd and a bitmap of ready key slots. */
+struct evd__bell *evd__bell_get(void);          /* from the pool, or new; NULL: errno */
+void evd__bell_put(struct evd__bell *b);        /* back to the pool (never freed) */
+int evd__bell_fd(const struct evd__bell *b);
+int evd__bell_reserve(struct evd__bell *b, uint32_t slot); /* before a source gets the slot */
+bool evd__bell_rung(const struct evd__bell *b); /* bits may be waiting */
+bool evd__bell_sleep(struct evd__bell *b);      /* entering a wait: false if rung already */
+void evd__bell_wake(struct evd__bell *b);       /* the wait is over */
+void evd__bell_drain(struct evd__bell *b);      /* read its eventfd (epoll reported it) */
+/* Take the ready slots, each given to fn once; returns how many. */
+uint32_t evd__bell_take(struct evd__bell *b, void (*fn)(void *arg, uint32_t slot), void *arg);
+
 /* A policy instance: its ops and state. */
 struct evd_policy {
 	const struct evd_policy_ops *ops;
@@ -170,17 +183,33 @@ struct evd_loop {
 
 	int epfd;
 	int wake_fd;            /* eventfd: evd_loop_stop() and evd_loop_call() ring it */
+	struct evd__bell *bell; /* the software sources' doorbell */
 	int stop;               /* atomic: stop requested */
 	int running;            /* atomic: enum evd__holder */
 	pthread_t owner;        /* atomic: the thread that holds it (running != 0) */
 	struct evd__call *calls; /* atomic: evd_loop_call() messages, newest first */
 	bool in_round;          /* sources are being iterated */
 	bool armed_outside;     /* evd_loop_arm(): armed for another loop's wait */
-	bool armed_all, armed_proven; /* that arm's sleep_bound() inputs */
+	bool armed_all;         /* that arm's sleep_bound() input */
 	bool pending_removal;
 
 	struct evd_source **src;
 	uint32_t n_src, cap_src, max_src;
+	/* The sources polled every round: all but the armed ones (whose
+	 * notification will tell), the failed and the level fds (epoll says
+	 * when they are ready). */
+	struct evd_source **act;
+	uint32_t n_act;
+	struct evd_source **woke;  /* the sources notified in the last wait or look */
+	uint32_t n_woke;
+	struct evd_source **fresh; /* armed by the last arm pass (re-polled) */
+	uint32_t n_watched;        /* fd sources armed (once or level): a look needs epoll */
+	uint32_t n_device;         /* fd sources with an arm op: a timeout polls them */
+	uint32_t n_owed;           /* sources with owed_since_ns set */
+	uint32_t since_look;       /* busy rounds since the last look at epoll */
+	bool look_found;           /* the last look found something: look again */
+	bool bell_fd_seen;         /* the last wait's epoll returned the bell's fd */
+	uint64_t round_now;        /* the time the policy is told of the round's events */
 	struct evd__key_slot *keys; /* epoll keys (slot | gen << 32) */
 	uint32_t n_keys, free_key; /* slots used so far; first free (UINT32_MAX: none) */
 	uint32_t *fd_key;          /* by fd number: key slot + 1 of the source watching it */

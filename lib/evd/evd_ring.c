@@ -7,24 +7,18 @@
  * event of pos), so producers claim slots with one CAS on head and publish
  * them in any order, and the consumer never reads a half-written event.
  *
- * The doorbell is an eventfd written only when the consumer is armed. The
- * consumer stores armed = 1, fences, then re-polls (the loop does that);
- * a producer publishes, fences, then loads armed. With full fences on both
- * sides at least one of them sees the other: either the re-poll finds the
- * event, or the producer rings. Without the fences both could read stale
- * values and the consumer would sleep on a non-empty ring.
- *
- * A producer adds what it claimed to `done` once its doorbell step is over
- * (rung, or armed found 0). After a sleep that timed out with events found
- * and no doorbell, done != head means a post is still between its claim and
- * that point, however long it was preempted: its doorbell is on its way, not
- * lost (ring_notify_pending).
+ * The doorbell is the loop's bell (evd_bell.c), rung only when the consumer
+ * is armed. The consumer stores armed = 1, the loop fences once for all its
+ * rings, then re-polls; a producer publishes, fences, then loads armed.
+ * With full fences on both sides at least one of them sees the other:
+ * either the re-poll finds the event, or the producer rings. Without the
+ * fences both could read stale values and the consumer would sleep on a
+ * non-empty ring. A producer preempted after it took the arm rings late,
+ * never not at all: the loop sleeps on until it does.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
 
 #include <rte_common.h>
 
@@ -42,10 +36,8 @@ struct evd_ring {
 	struct evd_source src;
 	uint32_t size;
 	uint32_t mask;
-	int efd;
 	struct ring_slot *slots;
 	uint64_t __rte_cache_aligned head; /* producers: next position to claim */
-	uint64_t done; /* producers: positions whose doorbell step is over */
 	uint32_t __rte_cache_aligned armed; /* consumer sets, one producer clears */
 	uint64_t __rte_cache_aligned tail; /* consumer: next position to take */
 };
@@ -103,12 +95,10 @@ ring_poll(struct evd_source *s, uint16_t budget)
 static int
 ring_arm(struct evd_source *s)
 {
-	struct evd_ring *r = to_ring(s);
-
-	__atomic_store_n(&r->armed, 1, __ATOMIC_RELAXED);
-	/* Pairs with the fence in post_burst(): the loop's re-poll that
-	 * follows must not be ordered before the store of armed. */
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	/* The loop's fence after its arm pass pairs with the one in
+	 * evd_ring_post_burst(); release: the producer that takes the arm
+	 * sees the bell the loop gave the source before. */
+	__atomic_store_n(&to_ring(s)->armed, 1, __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -119,43 +109,13 @@ ring_disarm(struct evd_source *s)
 	return 0;
 }
 
-static int
-ring_fd(const struct evd_source *s)
-{
-	return ((const struct evd_ring *)s)->efd;
-}
-
-static int
-ring_ack(struct evd_source *s)
-{
-	uint64_t v;
-
-	if (read(to_ring(s)->efd, &v, sizeof(v)) < 0)
-		return -errno;
-	return 0;
-}
-
 static void
 ring_close(struct evd_source *s)
 {
 	struct evd_ring *r = to_ring(s);
 
-	close(r->efd);
 	free(r->slots);
 	free(r);
-}
-
-static bool
-ring_notify_pending(const struct evd_source *s)
-{
-	const struct evd_ring *r = (const struct evd_ring *)s;
-	/* done first: read after it, head is at least as far, so equal values
-	 * mean no post was between claim and doorbell at the second read; the
-	 * acquire pairs with the producers' release add, so their eventfd
-	 * writes are visible to the loop's check that follows */
-	uint64_t d = __atomic_load_n(&r->done, __ATOMIC_ACQUIRE);
-
-	return __atomic_load_n(&r->head, __ATOMIC_ACQUIRE) != d;
 }
 
 static unsigned int
@@ -166,12 +126,10 @@ ring_queued(const struct evd_source *s)
 
 static const struct evd_source_ops ring_ops = {
 	.kind = "ring",
+	.bell = true,
 	.poll = ring_poll,
 	.arm = ring_arm,
 	.disarm = ring_disarm,
-	.fd = ring_fd,
-	.ack = ring_ack,
-	.notify_pending = ring_notify_pending,
 	.queued = ring_queued,
 	.close = ring_close,
 };
@@ -216,14 +174,6 @@ evd_ring_create(const char *name, uint32_t size, evd_handler_t handler, void *ar
 	}
 	r->size = sz;
 	r->mask = sz - 1;
-	r->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (r->efd < 0) {
-		rc = -errno;
-		free(r->slots);
-		free(r);
-		return EVD_ARG_ERR(rc, "evd_ring_create %s: eventfd: %s", name ? name : "",
-				   strerror(-rc));
-	}
 	*out = &r->src;
 	return 0;
 }
@@ -288,16 +238,8 @@ evd_ring_post_burst(struct evd_source *s, const struct evd_event *ev, unsigned i
 	/* Dekker with ring_arm(): publish, fence, then look at armed. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&r->armed, __ATOMIC_RELAXED) &&
-	    __atomic_exchange_n(&r->armed, 0, __ATOMIC_ACQ_REL)) {
-		uint64_t one = 1;
-
-		/* An eventfd write fails only on counter overflow; the
-		 * consumer is woken all the same since the fd is readable. */
-		(void)!write(r->efd, &one, sizeof(one));
-	}
-	/* Release: the write above is visible to a loop that sees this add
-	 * (ring_notify_pending). */
-	__atomic_fetch_add(&r->done, k, __ATOMIC_RELEASE);
+	    __atomic_exchange_n(&r->armed, 0, __ATOMIC_ACQ_REL))
+		evd_source_ring_bell(s);
 	return (int)k;
 }
 

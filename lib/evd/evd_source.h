@@ -25,10 +25,6 @@
  *   (read the eventfd, ibv_get_cq_event + batched ack, ...). Return 0,
  *   -EAGAIN if nothing was pending, or a negative errno.
  * - disarm (optional): stop notifications after a wakeup or a re-poll hit.
- * - notify_pending (optional): after a sleep that timed out and found
- *   completions with no notification seen, whether one is still on its way
- *   (a producer between publishing and ringing). Without it the loop gives
- *   the notification until its next wait of 2 ms or more to show up.
  * - queued (optional): completions the source still holds, which a destroy
  *   would drop: evd_source_destroy() refuses while it is above 0.
  * - close (optional): release the driver's resources; called once by
@@ -36,6 +32,15 @@
  *
  * An fd whose readiness is level-triggered by its own content (a socket)
  * needs neither arm nor ack: leave them NULL.
+ *
+ * A software source (the ring) needs no fd: it sets `bell`, and its
+ * producer, once it takes the arm (its own armed flag, exchanged to 0, after
+ * a full fence that follows the publication), calls evd_source_ring_bell().
+ * The loop issues one full fence after arming, before its re-poll, which
+ * pairs with the producer's. A device's notification may be lost in ways
+ * the loop cannot rule out (an fd with an arm op): after a sleep that timed
+ * out the loop polls such sources and counts the completions no
+ * notification announced; a bell's or a level fd's is not polled then.
  */
 
 #include <stdbool.h>
@@ -44,6 +49,8 @@
 
 #include "evd.h"
 
+struct evd__bell;
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -51,6 +58,8 @@ extern "C" {
 /** Operations of a source. Missing optional ops mean "not supported". */
 struct evd_source_ops {
 	const char *kind; /**< Short driver name for logs ("ring", "fd", "ibv_cq", ...). */
+	/** Notified through the loop's doorbell (evd_source_ring_bell()), not an fd. */
+	bool bell;
 	/** Deliver up to @p budget completions to the handler; return how many (< 0: error). */
 	int (*poll)(struct evd_source *src, uint16_t budget);
 	/** Request a notification on fd() for the next completion (0; -ENOTSUP: always armed). */
@@ -61,9 +70,6 @@ struct evd_source_ops {
 	int (*fd)(const struct evd_source *src);
 	/** Consume the notification after a wake (0; -EAGAIN: none there). */
 	int (*ack)(struct evd_source *src);
-	/** A notification for what the loop found is still on its way (true), or
-	 *  none will come (false). On the loop thread, after a timed-out sleep. */
-	bool (*notify_pending)(const struct evd_source *src);
 	/** Completions still held (destroy refuses while above 0). */
 	unsigned int (*queued)(const struct evd_source *src);
 	/** Free the source (evd_source_destroy()). */
@@ -74,7 +80,7 @@ struct evd_source_ops {
 enum evd_arm_state {
 	EVD_ARM_NONE = 0,   /**< Not armed: its fd will not be signalled. */
 	EVD_ARM_ONCE = 1,   /**< Armed by its arm op for the next completion. */
-	EVD_ARM_LEVEL = 2,  /**< Always armed: a level fd, or arm said -ENOTSUP. */
+	EVD_ARM_LEVEL = 2,  /**< Watched, not promised for every completion: a level fd (always), or an arm that said -ENOTSUP (until its next notification). */
 };
 
 /**
@@ -93,15 +99,16 @@ struct evd_source {
 	uint32_t index;        /**< Position in the loop's table of sources (moves). */
 	uint32_t key;          /**< Its slot in the loop's epoll keys (stable while registered). */
 	uint8_t armed;         /**< enum evd_arm_state. */
-	uint8_t woken;         /**< Its fd was ready in the last wake. */
+	uint8_t woken;         /**< Its notification came in the last wait (in the loop's list of them). */
 	uint8_t removing;      /**< Removal requested from a handler. */
 	uint8_t failed;        /**< Its fd was closed under it: neither polled nor watched. */
-	uint8_t has_fd;        /**< It has a notification fd (else poll-only). */
+	uint8_t has_fd;        /**< It has a notification fd (else the bell, or poll-only). */
 	int notify_fd;         /**< That fd, in the loop's epoll set; -1 if none. */
-	uint64_t events_at_sleep; /**< stats.events when the loop last went to sleep. */
-	uint64_t events_at_note;  /**< stats.events when the loop last told the policy. */
+	uint32_t act_pos;      /**< Its place in the loop's list of sources polled every round; UINT32_MAX: armed. */
+	struct evd__bell *bell; /**< The doorbell of the loop it was last added to (rung by producers). */
+	uint64_t events_at_sleep; /**< stats.events when its notification came (spurious if unchanged). */
 	/** When a notification became owed (completions found after a timeout,
-	 *  none seen yet, no notify_pending op), on the loop's clock; 0: none. */
+	 *  none seen yet), on the loop's clock; 0: none. */
 	uint64_t owed_since_ns;
 	uint32_t id;              /**< Given by the loop at add, never reused in it (policies). */
 	/* the last op failure logged, for the log's rate limit */
@@ -142,6 +149,14 @@ evd_source_deliver(struct evd_source *src, void *burst, uint16_t n)
  * over (evd_ibv keeps it in an atomic) and reported from the next poll.
  */
 void evd_source_report_error(struct evd_source *src, int err);
+
+/**
+ * Wake the source's loop for it: the producer side of a `bell` source, after
+ * it took the source's arm. Any thread; async-signal-safe. A source that
+ * was never on a loop is ignored; one that left its loop since the arm
+ * rings that loop (a spurious wake, at worst).
+ */
+void evd_source_ring_bell(struct evd_source *src);
 
 /** Increment a counter that only the loop thread writes; readable from any thread. */
 #define EVD_STAT_ADD(field, n) \

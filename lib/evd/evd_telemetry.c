@@ -225,7 +225,10 @@ tm_sources(const char *cmd, const char *params, struct rte_tel_data *d)
 		rte_tel_data_start_dict(c);
 		rte_tel_data_add_dict_string(c, "name", s->name);
 		rte_tel_data_add_dict_string(c, "kind", s->ops->kind ? s->ops->kind : "");
-		rte_tel_data_add_dict_int(c, "has_fd", s->has_fd);
+		/* what tells the loop of its completions: poll-only ("none")
+		 * bounds every sleep */
+		rte_tel_data_add_dict_string(c, "notify", s->has_fd ? "fd" : s->ops->bell ? "bell"
+							  : s->failed ? "failed" : "none");
 		U64(c, &st, polls);
 		U64(c, &st, empty_polls);
 		U64(c, &st, events);
