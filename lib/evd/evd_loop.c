@@ -1162,15 +1162,15 @@ poll_one(struct evd_loop *loop, struct evd_source *s, bool repoll)
 {
 	int n = s->ops->poll(s, loop->burst);
 
+	/* empty polls, the common case, are counted as polls less busy ones */
 	EVD_STAT_ADD(s->stats.polls, 1);
-	if (likely(n == 0)) {
-		EVD_STAT_ADD(s->stats.empty_polls, 1);
+	if (likely(n == 0))
 		return 0;
-	}
 	if (unlikely(n < 0)) {
 		poll_failed(loop, s, n);
 		return 0;
 	}
+	EVD_STAT_ADD(s->busy_polls, 1);
 	EVD_STAT_ADD(s->stats.events, n);
 	if (repoll)
 		EVD_STAT_ADD(s->stats.repoll_hits, 1);
@@ -2038,10 +2038,14 @@ loop_stats_read(const struct evd_loop_stats *s, struct evd_loop_stats *d)
 }
 
 static void
-source_stats_read(const struct evd_source_stats *s, struct evd_source_stats *d)
+source_stats_read(const struct evd_source *src, struct evd_source_stats *d)
 {
+	const struct evd_source_stats *s = &src->stats;
+	/* the busy ones first: never more than the polls read after them */
+	uint64_t busy = LOAD(src->busy_polls);
+
 	PUT(d->polls, LOAD(s->polls));
-	PUT(d->empty_polls, LOAD(s->empty_polls));
+	PUT(d->empty_polls, d->polls - busy);
 	PUT(d->events, LOAD(s->events));
 	PUT(d->arms, LOAD(s->arms));
 	PUT(d->repoll_hits, LOAD(s->repoll_hits));
@@ -2094,7 +2098,7 @@ evd_source_stats_get(struct evd_source *src, struct evd_source_stats *st)
 		return -EINVAL;
 	if (st == NULL)
 		return EVD_ARG_ERR(-EINVAL, "evd_source_stats_get %s: st is NULL", src->name);
-	source_stats_read(&src->stats, d);
+	source_stats_read(src, d);
 	b = &src->stats_base;
 	SUB(polls); SUB(empty_polls); SUB(events); SUB(arms); SUB(repoll_hits); SUB(wakeups);
 	SUB(spurious_wakeups); SUB(lost_wakeups); SUB(errors); SUB(full);
@@ -2115,6 +2119,6 @@ evd_source_stats_reset(struct evd_source *src)
 {
 	if (!live_source(src, "evd_source_stats_reset"))
 		return -EINVAL;
-	source_stats_read(&src->stats, &src->stats_base);
+	source_stats_read(src, &src->stats_base);
 	return 0;
 }

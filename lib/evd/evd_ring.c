@@ -60,28 +60,36 @@ ring_take(struct evd_ring *r, struct evd_event *out, uint16_t n)
 	 * them again for every event */
 	struct ring_slot *const slots = r->slots;
 	const uint32_t mask = r->mask, size = r->size;
-	uint64_t t = r->tail;
-	uint16_t k = 0;
+	const uint64_t t0 = r->tail;
+	uint64_t t = t0;
+	struct evd_event *o = out, *const o_end = out + n;
+	uint16_t k;
 
-	while (k < n) {
+	/* by runs of slots up to the wrap: pointer walks, no mask per event */
+	while (o < o_end) {
 		struct ring_slot *sl = &slots[t & mask];
+		struct ring_slot *end = sl + RTE_MIN((uint32_t)(o_end - o),
+						     size - (uint32_t)(t & mask));
 
-		if (__atomic_load_n(&sl->seq, __ATOMIC_ACQUIRE) != t + 1)
-			break;
-		out[k++] = sl->ev;
-		__atomic_store_n(&sl->seq, t + size, __ATOMIC_RELEASE);
-		t++;
+		for (; sl < end; sl++, t++, o++) {
+			if (__atomic_load_n(&sl->seq, __ATOMIC_ACQUIRE) != t + 1)
+				goto out;
+			*o = sl->ev;
+			__atomic_store_n(&sl->seq, t + size, __ATOMIC_RELEASE);
+		}
 	}
+out:
+	k = (uint16_t)(o - out);
 	/* Release: a reader of tail that acquires it sees head at least as
 	 * far (the claims of these events happen before, through seq), as
 	 * evd_ring_count() assumes; relaxed, C11 let it see an older head. */
 	if (k > 0)
-		__atomic_store_n(&r->tail, t, __ATOMIC_RELEASE);
+		__atomic_store_n(&r->tail, t0 + k, __ATOMIC_RELEASE);
 	return k;
 }
 
-static int
-ring_poll(struct evd_source *s, uint16_t budget)
+static int __rte_noinline
+ring_deliver(struct evd_source *s, uint16_t budget)
 {
 	struct evd_event burst[RING_MAX_BURST];
 	uint16_t n = ring_take(to_ring(s), burst, RTE_MIN(budget, (uint16_t)RING_MAX_BURST));
@@ -90,6 +98,19 @@ ring_poll(struct evd_source *s, uint16_t budget)
 		return 0;
 	evd_source_deliver(s, burst, n);
 	return n;
+}
+
+static int
+ring_poll(struct evd_source *s, uint16_t budget)
+{
+	const struct evd_ring *r = to_ring(s);
+	uint64_t t = r->tail;
+
+	/* an empty ring costs a look at one slot, not the burst's stack frame
+	 * (a loop polls thousands of idle rings a round) */
+	if (__atomic_load_n(&r->slots[t & r->mask].seq, __ATOMIC_ACQUIRE) != t + 1)
+		return 0;
+	return ring_deliver(s, budget);
 }
 
 static int
