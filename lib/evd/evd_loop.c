@@ -1155,10 +1155,11 @@ poll_failed(struct evd_loop *loop, struct evd_source *s, int n)
 		source_fail(loop, s, NULL);
 }
 
-/* Poll one source; the completions it delivered, told to the policy as the
- * source's when the loop has several. */
-static __rte_always_inline uint32_t
-poll_one(struct evd_loop *loop, struct evd_source *s, bool repoll)
+/* Poll one source; the completions it delivered (told to the policy as
+ * the source's when the loop has several), or -1 if its poll failed (the
+ * failure handled: logged, on_error, unwatched on EBADF). */
+static __rte_always_inline int
+poll_src(struct evd_loop *loop, struct evd_source *s, bool repoll)
 {
 	int n = s->ops->poll(s, loop->burst);
 
@@ -1168,7 +1169,7 @@ poll_one(struct evd_loop *loop, struct evd_source *s, bool repoll)
 		return 0;
 	if (unlikely(n < 0)) {
 		poll_failed(loop, s, n);
-		return 0;
+		return -1;
 	}
 	EVD_STAT_ADD(s->busy_polls, 1);
 	EVD_STAT_ADD(s->stats.events, n);
@@ -1177,7 +1178,15 @@ poll_one(struct evd_loop *loop, struct evd_source *s, bool repoll)
 	if (unlikely(loop->n_src > 1) && loop->policy.ops->on_source_events != NULL)
 		loop->policy.ops->on_source_events(loop->policy.state, loop->round_now, s->id,
 						   (uint32_t)n);
-	return (uint32_t)n;
+	return n;
+}
+
+static __rte_always_inline uint32_t
+poll_one(struct evd_loop *loop, struct evd_source *s, bool repoll)
+{
+	int n = poll_src(loop, s, repoll);
+
+	return n > 0 ? (uint32_t)n : 0;
 }
 
 /* Step 1 (and 3, the re-poll): poll every source of the round's list. The
@@ -1185,14 +1194,24 @@ poll_one(struct evd_loop *loop, struct evd_source *s, bool repoll)
 static __rte_always_inline uint32_t
 poll_act(struct evd_loop *loop, bool repoll)
 {
-	uint32_t total = 0, i;
+	struct evd_source **act = loop->act;
+	uint32_t total = 0, i, end = loop->n_act;
 
-	for (i = 0; i < loop->n_act; i++) {
-		struct evd_source *s = loop->act[i];
+	for (i = 0; i < end; i++) {
+		struct evd_source *s = act[i];
+		int n;
 
 		if (unlikely(s->removing | s->failed))
 			continue;
-		total += poll_one(loop, s, repoll);
+		n = poll_src(loop, s, repoll);
+		if (n != 0) {
+			/* only a handler or on_error can add a source, which
+			 * may move the list: read it again after one ran */
+			if (n > 0)
+				total += (uint32_t)n;
+			act = loop->act;
+			end = loop->n_act;
+		}
 	}
 	EVD_STAT_ADD(loop->stats.polls, i);
 	return total;
