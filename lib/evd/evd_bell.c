@@ -172,13 +172,17 @@ evd__bell_drain(struct evd__bell *b)
 }
 
 uint32_t
-evd__bell_take(struct evd__bell *b, void (*fn)(void *arg, uint32_t slot), void *arg)
+evd__bell_take(struct evd__bell *b, uint32_t slots, void (*fn)(void *arg, uint32_t slot),
+	       void *arg)
 {
-	uint32_t n = 0;
+	/* the top words that cover the slots in use (a bit past them names
+	 * no one: left for a later, larger loop to find spurious) */
+	uint32_t n = 0, tops = RTE_MIN((uint32_t)RTE_DIM(b->top),
+				       (((slots + (1u << CHUNK_SHIFT) - 1) >> CHUNK_SHIFT) + 63) / 64);
 
 	if (__atomic_exchange_n(&b->rung, 0, __ATOMIC_SEQ_CST) == 0)
 		return 0;
-	for (uint32_t t = 0; t < RTE_DIM(b->top); t++) {
+	for (uint32_t t = 0; t < tops; t++) {
 		uint64_t tw;
 
 		if (__atomic_load_n(&b->top[t], __ATOMIC_RELAXED) == 0)

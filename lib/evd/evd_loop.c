@@ -1288,8 +1288,7 @@ gather(struct evd_loop *loop, const struct timespec *tsp, bool *stop)
 			continue;
 		}
 		if (evs[i].data.u64 == BELL_KEY) {
-			evd__bell_drain(loop->bell);
-			loop->bell_fd_seen = true;
+			loop->bell_fd_seen = true; /* drained by ack_woken() */
 			continue;
 		}
 		s = key_source(loop, evs[i].data.u64);
@@ -1303,7 +1302,7 @@ gather(struct evd_loop *loop, const struct timespec *tsp, bool *stop)
 		mark_woken(loop, s);
 	}
 	if (evd__bell_rung(loop->bell))
-		evd__bell_take(loop->bell, bell_slot, loop);
+		evd__bell_take(loop->bell, loop->n_keys, bell_slot, loop);
 	return n;
 }
 
@@ -1376,6 +1375,13 @@ poll_woken_level(struct evd_loop *loop)
 static void
 ack_woken(struct evd_loop *loop)
 {
+	/* the bell's fd after the polls too: a producer's write that this
+	 * read takes after the bits were taken left `rung` raised, which the
+	 * next round sees */
+	if (loop->bell_fd_seen) {
+		evd__bell_drain(loop->bell);
+		loop->bell_fd_seen = false;
+	}
 	for (uint32_t i = 0; i < loop->n_woke; i++) {
 		struct evd_source *s = loop->woke[i];
 
@@ -1572,7 +1578,7 @@ look(struct evd_loop *loop)
 	if (loop->n_watched > 0)
 		(void)gather(loop, &zero, &stop);
 	else
-		evd__bell_take(loop->bell, bell_slot, loop);
+		evd__bell_take(loop->bell, loop->n_keys, bell_slot, loop);
 	n = 0;
 	for (uint32_t i = 0; i < loop->n_woke; i++) {
 		struct evd_source *s = loop->woke[i];

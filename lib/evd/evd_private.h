@@ -55,8 +55,9 @@ bool evd__bell_rung(const struct evd__bell *b); /* bits may be waiting */
 bool evd__bell_sleep(struct evd__bell *b);      /* entering a wait: false if rung already */
 void evd__bell_wake(struct evd__bell *b);       /* the wait is over */
 void evd__bell_drain(struct evd__bell *b);      /* read its eventfd (epoll reported it) */
-/* Take the ready slots, each given to fn once; returns how many. */
-uint32_t evd__bell_take(struct evd__bell *b, void (*fn)(void *arg, uint32_t slot), void *arg);
+/* Take the ready slots below @p slots, each given to fn once; returns how many. */
+uint32_t evd__bell_take(struct evd__bell *b, uint32_t slots,
+			void (*fn)(void *arg, uint32_t slot), void *arg);
 
 /* A policy instance: its ops and state. */
 struct evd_policy {
