@@ -49,7 +49,7 @@ for pcf in "$pc"/libevd_*.pc; do
 done
 if [ -f "$pc/libevd_net_ethdev.pc" ]; then
 	src=$(cd "$(dirname "$0")/.." && pwd)
-	for ex in fwd-busy fwd-evd service-core nested; do
+	for ex in fwd-busy fwd-evd service-core nested multi-lcore; do
 		cp -r "$src/examples/$ex" "$tmp/$ex"
 		rm -rf "$tmp/$ex/build"
 		make -s -C "$tmp/$ex" >/dev/null
@@ -57,6 +57,6 @@ if [ -f "$pc/libevd_net_ethdev.pc" ]; then
 		LD_LIBRARY_PATH="$libdir" ldd "$tmp/$ex/build/$ex" | grep -q "not found" &&
 			{ echo "FAIL: examples/$ex: unresolved libraries"; exit 1; }
 	done
-	echo "ok: examples/fwd-busy, fwd-evd, service-core and nested build out of tree with their Makefiles"
+	echo "ok: examples/fwd-busy, fwd-evd, service-core, nested and multi-lcore build out of tree with their Makefiles"
 fi
 echo "ok: installed libevd builds and runs a DPDK app, shared and static"
