@@ -86,15 +86,22 @@ prefix=evd-tm2$$
 	--events 3000 --linger 4 --no-progress >"$tmp/out2.log" 2>&1 &
 pid=$!
 for _ in $(seq 150); do grep -q "stays" "$tmp/out2.log" && break; sleep 0.1; done
-printf '%s\n' /evd/sources,0 /evd/stats,-0 /evd/stats,00 | python3 "$client" -f $prefix >"$tmp/three.json" 2>&1
+printf '%s\n' /evd/sources,0 /evd/stats,-0 /evd/stats,00 /evd/xstats,0 | python3 "$client" -f $prefix >"$tmp/three.json" 2>&1
 wait $pid || { echo "FAIL: testevd (three sources) exited $?"; cat "$tmp/out2.log"; exit 1; }
 python3 - "$tmp/three.json" <<'PY' || exit 1
 import json, sys
 r = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
-assert len(r) == 3, r
+assert len(r) == 4, r
 names = sorted(v["name"] for v in r[0]["/evd/sources"].values())
 assert names == ["events-1", "events-2", "events-3"], r[0]
 assert r[1]["/evd/stats"] is None, f"'-0' is no loop's id: {r[1]}"
 assert r[2]["/evd/stats"]["id"] == 0, r[2]
-print(f"ok: /evd/sources lists {names}; '-0' names no loop, '00' loop 0")
+# the same counters flat, by xstats-style name (the loop lingers idle)
+x = r[3]["/evd/xstats"]
+for sid, v in r[0]["/evd/sources"].items():
+    for k in ("polls", "events", "wakeups", "lost_wakeups", "full"):
+        assert x[f"ring_{sid}_{k}"] == v[k], (sid, k, x, v)
+assert len(x) == 3 * 10, sorted(x)
+print(f"ok: /evd/sources lists {names}; '-0' names no loop, '00' loop 0; /evd/xstats has "
+      f"{len(x)} names, e.g. ring_0_events = {x['ring_0_events']}")
 PY

@@ -6,6 +6,8 @@
  *   /evd/stats,<loop>       a loop: name, policy, mode, its stats, what
  *                           the policy learned, and the cost model
  *   /evd/sources,<loop>     a loop's sources and their stats
+ *   /evd/xstats,<loop>      the same counters flat, xstats-style names
+ *                           (<kind>_<id>_<counter>, e.g. ring_0_events)
  * <loop> is an id from /evd/list or a loop name.
  *
  * The registry's lock guards the list of loops and each loop's source table
@@ -13,6 +15,7 @@
  * after it left. Stats are read as the loop's own stats calls read them.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -247,6 +250,55 @@ tm_sources(const char *cmd, const char *params, struct rte_tel_data *d)
 	return 0;
 }
 
+/* The source counters a flat reply carries, by name and offset. */
+static const struct {
+	const char *name;
+	size_t off;
+} xstat[] = {
+#define X(f) { #f, offsetof(struct evd_source_stats, f) }
+	X(polls), X(empty_polls), X(events), X(arms), X(repoll_hits), X(wakeups),
+	X(spurious_wakeups), X(lost_wakeups), X(errors), X(full),
+#undef X
+};
+
+static int
+tm_xstats(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	struct evd_loop *l;
+	uint32_t entries = 0;
+
+	RTE_SET_USED(cmd);
+	l = lock_find(params);
+	if (l == NULL)
+		return -EINVAL;
+	/* one dict of up to RTE_TEL_MAX_DICT_ENTRIES names: the first sources
+	 * that fit whole (/evd/sources has them all) */
+	rte_tel_data_start_dict(d);
+	for (uint32_t i = 0; i < l->n_src && entries + RTE_DIM(xstat) <= RTE_TEL_MAX_DICT_ENTRIES;
+	     i++) {
+		struct evd_source *s = l->src[i];
+		struct evd_source_stats st;
+		char kind[24], name[64];
+		size_t k = 0;
+
+		/* telemetry takes [A-Za-z0-9_] in names: anything else is '_' */
+		for (const char *c = s->ops->kind ? s->ops->kind : "source"; *c && k < sizeof(kind) - 1;
+		     c++)
+			kind[k++] = (char)((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+					   (*c >= '0' && *c <= '9') ? *c : '_');
+		kind[k] = '\0';
+		evd_source_stats_get(s, &st);
+		for (size_t x = 0; x < RTE_DIM(xstat); x++) {
+			snprintf(name, sizeof(name), "%s_%" PRIu32 "_%s", kind, s->id, xstat[x].name);
+			rte_tel_data_add_dict_u64(d, name,
+						  *(const uint64_t *)((const char *)&st + xstat[x].off));
+			entries++;
+		}
+	}
+	evd__registry_unlock();
+	return 0;
+}
+
 RTE_INIT(evd_telemetry_init)
 {
 	rte_telemetry_register_cmd("/evd/list", tm_list, "Returns the ids of the evd loops.");
@@ -255,4 +307,7 @@ RTE_INIT(evd_telemetry_init)
 				   "Parameters: loop id or name");
 	rte_telemetry_register_cmd("/evd/sources", tm_sources,
 				   "Returns a loop's sources and their stats. Parameters: loop id or name");
+	rte_telemetry_register_cmd("/evd/xstats", tm_xstats,
+				   "Returns a loop's source counters by xstats-style name "
+				   "(<kind>_<id>_<counter>). Parameters: loop id or name");
 }
