@@ -384,10 +384,14 @@ int evd_loop_resume(struct evd_loop *loop);
  */
 struct evd_loop *evd_loop_lookup(const char *name);
 
-/** The loop's name (NULL for NULL). Any thread. */
+/** The loop's name. Any thread.
+ * @param loop  The loop.
+ * @return its name (evd_loop_conf.name, "evd" by default); NULL for NULL. */
 const char *evd_loop_name(const struct evd_loop *loop);
 
-/** The name of the loop's policy (e.g. "adaptive"; NULL for NULL). Any thread. */
+/** The name of the loop's policy. Any thread.
+ * @param loop  The loop.
+ * @return e.g. "adaptive"; NULL for NULL. */
 const char *evd_loop_policy_name(const struct evd_loop *loop);
 
 /**
@@ -450,13 +454,20 @@ int evd_loop_trace_enable(struct evd_loop *loop, uint32_t entries);
 int evd_loop_trace_read(struct evd_loop *loop, uint64_t *cursor, struct evd_mode_event *out,
 			unsigned int max, uint64_t *lost);
 
-/** Read a source's stats; same rules and errors as evd_loop_stats_get(). */
+/** Read a source's stats; same rules as evd_loop_stats_get() (any thread).
+ * @param src  The source.
+ * @param st   Receives them, less the baseline of the last reset.
+ * @return 0; -EINVAL (logged) for NULL or a destroyed source. */
 int evd_source_stats_get(struct evd_source *src, struct evd_source_stats *st);
 
-/** Reset a source's stats; same rules and errors as evd_loop_stats_reset(). */
+/** Reset a source's stats; same rules as evd_loop_stats_reset() (any thread).
+ * @param src  The source.
+ * @return 0; -EINVAL (logged) for NULL or a destroyed source. */
 int evd_source_stats_reset(struct evd_source *src);
 
-/** A source's name (NULL for NULL). Any thread. */
+/** A source's name. Any thread.
+ * @param src  The source.
+ * @return its name; NULL for NULL. */
 const char *evd_source_name(const struct evd_source *src);
 
 /**
@@ -529,8 +540,10 @@ int evd_ring_post(struct evd_source *ring, const struct evd_event *ev);
  */
 int evd_ring_post_burst(struct evd_source *ring, const struct evd_event *ev, unsigned int n);
 
-/** Events currently in the ring (approximate while producers run, at most
- * its size); 0 (logged) for NULL or a source that is not a ring. Any thread. */
+/** Events currently in the ring. Any thread.
+ * @param ring  The ring.
+ * @return the count (approximate while producers run, at most its size); 0
+ *   (logged) for NULL or a source that is not a ring. */
 unsigned int evd_ring_count(const struct evd_source *ring);
 
 /**
@@ -573,8 +586,11 @@ int evd_ring_discard(struct evd_source *ring);
 int evd_fd_create(const char *name, int fd, uint32_t events, evd_handler_t handler, void *arg,
 		  struct evd_source **out);
 
-/** The epoll events seen by the current call of an fd source's handler (0 for
- * a source that is not an fd source). Loop thread. */
+/** The epoll events seen by the current call of an fd source's handler.
+ * Loop thread (from the handler).
+ * @param src  The fd source the handler was called for.
+ * @return EPOLLIN and the others seen; 0 for a source that is not an fd
+ *   source, or NULL. */
 uint32_t evd_fd_revents(const struct evd_source *src);
 
 /* ---- Timers ------------------------------------------------------------ */
@@ -615,8 +631,11 @@ int evd_timer_start(struct evd_loop *loop, uint64_t after_ns, uint64_t period_ns
  */
 int evd_timer_cancel(struct evd_loop *loop, struct evd_timer *t);
 
-/** Current time on the loop's clock, in nanoseconds (fast path: @p loop
- * is not checked for NULL). */
+/** Current time on the loop's clock. Any thread (fast path: @p loop is not
+ * checked; NULL or a destroyed loop is undefined).
+ * @param loop  The loop.
+ * @return nanoseconds on its clock (evd_loop_conf.clock, or the TSC or
+ *   CLOCK_MONOTONIC). */
 uint64_t evd_loop_now_ns(const struct evd_loop *loop);
 
 #ifdef __cplusplus

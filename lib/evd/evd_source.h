@@ -127,6 +127,11 @@ struct evd_source {
 /**
  * Initialise the common part of a driver's source. Any thread; @p src must
  * not be on a loop.
+ * @param src      The driver's object's common part (zeroed here).
+ * @param ops      Its operations, which outlive it (a static const table).
+ * @param name     For logs, stats and telemetry (NULL: the ops' kind).
+ * @param handler  Called with each burst of completions (loop thread).
+ * @param arg      The handler's last argument.
  * @return 0; -EINVAL (logged) if @p src, @p ops, its poll op or @p handler is
  *   NULL, or @p name has EVD_NAME_MAX characters or more.
  */
@@ -134,8 +139,11 @@ int evd_source_init(struct evd_source *src, const struct evd_source_ops *ops, co
 		    evd_handler_t handler, void *arg);
 
 /**
- * Hand a burst to the source's handler. Called by a driver's poll op; the
- * loop counts completions from the op's return value.
+ * Hand a burst to the source's handler. Called by a driver's poll op (the
+ * loop's thread); the loop counts completions from the op's return value.
+ * @param src    The source being polled.
+ * @param burst  The completions, in the driver's format.
+ * @param n      How many.
  */
 static inline void
 evd_source_deliver(struct evd_source *src, void *burst, uint16_t n)
@@ -148,6 +156,8 @@ evd_source_deliver(struct evd_source *src, void *burst, uint16_t n)
  * loop: its on_error runs, as after a failed op. On the loop's thread only,
  * from one of the source's ops; an error seen on another thread is handed
  * over (evd_ibv keeps it in an atomic) and reported from the next poll.
+ * @param src  The source (ignored if NULL or on no loop).
+ * @param err  A negative errno, given to on_error and logged.
  */
 void evd_source_report_error(struct evd_source *src, int err);
 
@@ -156,6 +166,7 @@ void evd_source_report_error(struct evd_source *src, int err);
  * it took the source's arm. Any thread; async-signal-safe. A source that
  * was never on a loop is ignored; one that left its loop since the arm
  * rings that loop (a spurious wake, at worst).
+ * @param src  The source whose arm the caller took.
  */
 void evd_source_ring_bell(struct evd_source *src);
 
