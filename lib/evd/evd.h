@@ -143,7 +143,18 @@ struct evd_loop_conf {
 	/** Most sources the loop takes (evd_loop_add() past it: -ENOSPC), at
 	 *  most EVD_MAX_SOURCES; 0 gives EVD_DEFAULT_MAX_SOURCES. */
 	uint32_t max_sources;
+	/** The NUMA socket of the loop's memory, which comes from
+	 *  rte_zmalloc_socket() when the EAL is up (libc's malloc before):
+	 *  0 gives the calling lcore's (rte_socket_id()); EVD_SOCKET(n) socket
+	 *  n; EVD_SOCKET_ANY any. */
+	int numa_socket;
 };
+
+/** evd_loop_conf.numa_socket of socket @p n (0 in a zeroed conf is the
+ *  calling lcore's socket). */
+#define EVD_SOCKET(n) ((n) + 1)
+/** evd_loop_conf.numa_socket: memory from any socket (SOCKET_ID_ANY). */
+#define EVD_SOCKET_ANY (-1)
 
 /** What the loop is doing right now (also the three columns of the time stats). */
 enum evd_mode {

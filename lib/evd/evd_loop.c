@@ -511,6 +511,7 @@ evd_loop_create(const struct evd_loop_conf *conf, struct evd_loop **out)
 	static const struct evd_loop_conf defaults;
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = WAKE_KEY };
 	struct epoll_event bev = { .events = EPOLLIN, .data.u64 = BELL_KEY };
+	struct evd__mem mem;
 	struct evd_loop *loop;
 	int rc;
 
@@ -530,10 +531,17 @@ evd_loop_create(const struct evd_loop_conf *conf, struct evd_loop **out)
 				   conf->max_sources, EVD_MAX_SOURCES);
 	if (conf->clock != NULL && conf->clock->now_ns == NULL)
 		return EVD_ARG_ERR(-EINVAL, "evd_loop_create: clock->now_ns is NULL");
+	mem.dpdk = evd__eal_up();
+	rc = evd__socket_resolve(conf->numa_socket, &mem.socket);
+	if (rc < 0)
+		return EVD_ARG_ERR(rc, "evd_loop_create: numa_socket %d: %s", conf->numa_socket,
+				   rc == -ENODEV ? "no such socket" : "neither EVD_SOCKET(n) nor "
+				   "EVD_SOCKET_ANY");
 
-	loop = calloc(1, sizeof(*loop));
+	loop = evd__zalloc(&mem, sizeof(*loop), 0);
 	if (loop == NULL)
-		return EVD_ARG_ERR(-ENOMEM, "evd_loop_create: no memory");
+		return EVD_ARG_ERR(-ENOMEM, "evd_loop_create: no memory (socket %d)", mem.socket);
+	loop->mem = mem;
 	loop->epfd = -1;
 	loop->wake_fd = -1;
 	loop->free_key = UINT32_MAX;
@@ -591,13 +599,14 @@ fail:
 		close(loop->wake_fd);
 	if (loop->bell != NULL)
 		evd__bell_put(loop->bell);
-	free(loop);
+	evd__free(&mem, loop);
 	return rc;
 }
 
 int
 evd_loop_destroy(struct evd_loop *loop)
 {
+	struct evd__mem mem;
 	uint32_t n_src;
 	int held;
 
@@ -630,14 +639,15 @@ evd_loop_destroy(struct evd_loop *loop)
 	close(loop->epfd);
 	close(loop->wake_fd);
 	evd__bell_put(loop->bell);
-	free(loop->src);
-	free(loop->act);
-	free(loop->woke);
-	free(loop->fresh);
-	free(loop->keys);
-	free(loop->fd_key);
+	mem = loop->mem;
+	evd__free(&mem, loop->src);
+	evd__free(&mem, loop->act);
+	evd__free(&mem, loop->woke);
+	evd__free(&mem, loop->fresh);
+	evd__free(&mem, loop->keys);
+	evd__free(&mem, loop->fd_key);
 	free(loop->trace);
-	free(loop);
+	evd__free(&mem, loop);
 	return 0;
 }
 
@@ -817,7 +827,7 @@ fd_key_at(struct evd_loop *loop, int f)
 {
 	if ((uint32_t)f >= loop->n_fd_key) {
 		uint32_t n = RTE_MAX((uint32_t)f + 1, loop->n_fd_key * 2);
-		uint32_t *a = realloc(loop->fd_key, n * sizeof(*a));
+		uint32_t *a = evd__realloc(&loop->mem, loop->fd_key, n * sizeof(*a));
 
 		if (a == NULL)
 			return NULL;
@@ -930,23 +940,23 @@ evd_loop_add(struct evd_loop *loop, struct evd_source *src)
 	if (loop->n_src == loop->cap_src) {
 		uint32_t cap = loop->cap_src ? loop->cap_src * 2 : 8;
 		struct evd_source **a = NULL;
-		struct evd__key_slot *k = realloc(loop->keys, cap * sizeof(*k));
+		struct evd__key_slot *k = evd__realloc(&loop->mem, loop->keys, cap * sizeof(*k));
 		bool ok = k != NULL;
 
 		if (k != NULL)
 			loop->keys = k;
 		/* the loop's lists of sources, each at most one entry a source */
-		ok = ok && (a = realloc(loop->act, cap * sizeof(*a))) != NULL;
+		ok = ok && (a = evd__realloc(&loop->mem, loop->act, cap * sizeof(*a))) != NULL;
 		if (a != NULL)
 			loop->act = a;
-		ok = ok && (a = realloc(loop->woke, cap * sizeof(*a))) != NULL;
+		ok = ok && (a = evd__realloc(&loop->mem, loop->woke, cap * sizeof(*a))) != NULL;
 		if (ok)
 			loop->woke = a;
-		ok = ok && (a = realloc(loop->fresh, cap * sizeof(*a))) != NULL;
+		ok = ok && (a = evd__realloc(&loop->mem, loop->fresh, cap * sizeof(*a))) != NULL;
 		if (ok)
 			loop->fresh = a;
 		evd__registry_lock();
-		a = ok ? realloc(loop->src, cap * sizeof(*a)) : NULL;
+		a = ok ? evd__realloc(&loop->mem, loop->src, cap * sizeof(*a)) : NULL;
 		if (a != NULL) {
 			loop->src = a;
 			loop->cap_src = cap;

@@ -59,6 +59,20 @@ void evd__bell_drain(struct evd__bell *b);      /* read its eventfd (epoll repor
 uint32_t evd__bell_take(struct evd__bell *b, uint32_t slots,
 			void (*fn)(void *arg, uint32_t slot), void *arg);
 
+/* Where a loop's or a ring's memory comes from (evd_mem.c): DPDK's on
+ * `socket` when the EAL was up at its creation, else libc's. */
+struct evd__mem {
+	bool dpdk;
+	int socket; /* SOCKET_ID_ANY: any */
+};
+bool evd__eal_up(void);
+/* evd_loop_conf.numa_socket to a DPDK socket id; -EINVAL (malformed),
+ * -ENODEV (no such socket). */
+int evd__socket_resolve(int numa_socket, int *socket);
+void *evd__zalloc(struct evd__mem *m, size_t size, size_t align);
+void *evd__realloc(struct evd__mem *m, void *p, size_t size);
+void evd__free(const struct evd__mem *m, void *p);
+
 /* A policy instance: its ops and state. */
 struct evd_policy {
 	const struct evd_policy_ops *ops;
@@ -167,6 +181,7 @@ enum evd__holder {
 
 struct evd_loop {
 	uint32_t magic;            /* EVD__LOOP_MAGIC while the loop lives */
+	struct evd__mem mem;       /* of the loop and its lists */
 	char name[EVD_NAME_MAX];
 	uint32_t id;               /* telemetry: the loop's number in /evd/list */
 	struct evd_loop *tm_next;  /* telemetry registry, under evd__registry_lock() */

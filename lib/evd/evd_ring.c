@@ -21,6 +21,8 @@
 #include <string.h>
 
 #include <rte_common.h>
+#include <rte_lcore.h>
+#include <rte_memory.h>
 
 #include "evd_private.h"
 
@@ -34,6 +36,7 @@ struct ring_slot {
 
 struct evd_ring {
 	struct evd_source src;
+	struct evd__mem mem; /* the creating lcore's socket, once the EAL is up */
 	uint32_t size;
 	uint32_t mask;
 	struct ring_slot *slots;
@@ -134,9 +137,10 @@ static void
 ring_close(struct evd_source *s)
 {
 	struct evd_ring *r = to_ring(s);
+	struct evd__mem mem = r->mem;
 
-	free(r->slots);
-	free(r);
+	evd__free(&mem, r->slots);
+	evd__free(&mem, r);
 }
 
 static unsigned int
@@ -159,6 +163,7 @@ int
 evd_ring_create(const char *name, uint32_t size, evd_handler_t handler, void *arg,
 		struct evd_source **out)
 {
+	struct evd__mem mem;
 	struct evd_ring *r;
 	uint32_t sz;
 	int rc;
@@ -172,27 +177,27 @@ evd_ring_create(const char *name, uint32_t size, evd_handler_t handler, void *ar
 		return EVD_ARG_ERR(-EINVAL, "evd_ring_create %s: size %u out of range 2..%u",
 				   name ? name : "", size, RING_MAX_SIZE);
 	sz = rte_align32pow2(size);
-	r = aligned_alloc(RTE_CACHE_LINE_SIZE, RTE_ALIGN_CEIL(sizeof(*r), RTE_CACHE_LINE_SIZE));
+	/* on the creating lcore's socket, as rte_ring_create(.., rte_socket_id()) */
+	mem.dpdk = evd__eal_up();
+	mem.socket = mem.dpdk ? (int)rte_socket_id() : SOCKET_ID_ANY;
+	r = evd__zalloc(&mem, sizeof(*r), RTE_CACHE_LINE_SIZE);
 	if (r == NULL)
 		return EVD_ARG_ERR(-ENOMEM, "evd_ring_create %s: no memory", name ? name : "");
-	memset(r, 0, sizeof(*r));
+	r->mem = mem;
 	rc = evd_source_init(&r->src, &ring_ops, name, handler, arg);
 	if (rc < 0) {
-		free(r);
+		evd__free(&mem, r);
 		return rc;
 	}
 	/* cache-aligned: a 32-byte slot never straddles two lines */
-	r->slots = aligned_alloc(RTE_CACHE_LINE_SIZE,
-				 RTE_ALIGN_CEIL(sz * sizeof(*r->slots), RTE_CACHE_LINE_SIZE));
+	r->slots = evd__zalloc(&mem, sz * sizeof(*r->slots), RTE_CACHE_LINE_SIZE);
 	if (r->slots == NULL) {
-		free(r);
+		evd__free(&mem, r);
 		return EVD_ARG_ERR(-ENOMEM, "evd_ring_create %s: no memory for %u slots",
 				   name ? name : "", sz);
 	}
-	for (uint32_t i = 0; i < sz; i++) {
-		memset(&r->slots[i].ev, 0, sizeof(r->slots[i].ev));
+	for (uint32_t i = 0; i < sz; i++)
 		r->slots[i].seq = i;
-	}
 	r->size = sz;
 	r->mask = sz - 1;
 	*out = &r->src;

@@ -168,6 +168,8 @@ tm_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 	rte_tel_data_add_dict_string(d, "name", l->name);
 	rte_tel_data_add_dict_string(d, "policy", l->policy.ops->name);
 	rte_tel_data_add_dict_string(d, "clock", evd__clock_name(l));
+	/* where its memory is: a socket, -1 for any or libc's (before the EAL) */
+	rte_tel_data_add_dict_int(d, "socket", l->mem.dpdk ? l->mem.socket : -1);
 	rte_tel_data_add_dict_string(d, "mode", st.mode < EVD_MODE_COUNT ? mode_name[st.mode] : "?");
 	/* 1: in evd_loop_run() (2, a step of evd_loop_step(), is not "running") */
 	rte_tel_data_add_dict_int(d, "running", __atomic_load_n(&l->running, __ATOMIC_ACQUIRE) == 1);
