@@ -54,6 +54,10 @@ import platform
 inv = platform.machine() not in ("x86_64", "i686") or \
       any("nonstop_tsc" in l.split() for l in open("/proc/cpuinfo") if l.startswith("flags"))
 assert s["clock"] == ("tsc" if inv else "monotonic"), (s["clock"], inv)
+# pauses use TPAUSE exactly where the CPU has it (x86: the waitpkg flag)
+wp = any("waitpkg" in l.split() for l in open("/proc/cpuinfo") if l.startswith("flags"))
+assert s["power_pause"] == (1 if wp else 0), (s["power_pause"], wp)
+assert s["socket"] in (0, -1) or s["socket"] > 0, s
 assert "policy_state" in s and (s["policy_state"].startswith("gaps=") or s["policy_state"].startswith("young")), s
 src = mid[2]["/evd/sources"]
 assert len(src) == 1, src

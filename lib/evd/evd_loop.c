@@ -14,6 +14,9 @@
  * what the loop holds; a busy round looks at the bell (a load) and, every
  * LOOK_ROUNDS, at the armed fds (one epoll_wait without waiting).
  */
+/* rte_power_pause and the CPU's intrinsics are experimental in DPDK 22.11:
+ * the pause uses them as rte_power_pmd_mgmt does. */
+#define ALLOW_EXPERIMENTAL_API
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -31,6 +34,7 @@
 #include <rte_cpuflags.h>
 #include <rte_cycles.h>
 #include <rte_pause.h>
+#include <rte_power_intrinsics.h>
 
 #include "evd_private.h"
 
@@ -1526,11 +1530,38 @@ note_events(struct evd_loop *loop, uint64_t now, uint32_t n)
 		loop->policy.ops->on_events(loop->policy.state, now, n);
 }
 
+/* The CPU's light wait (TPAUSE: rte_power_pause), where it has one and the
+ * EAL measured the TSC; -1: not looked yet (evd__power_pause()). */
+static int power_pause = -1;
+
+bool
+evd__power_pause(void)
+{
+	int p = __atomic_load_n(&power_pause, __ATOMIC_RELAXED);
+
+	if (p < 0) {
+		struct rte_cpu_intrinsics in;
+
+		memset(&in, 0, sizeof(in));
+		rte_cpu_get_intrinsics_support(&in);
+		p = in.power_pause && evd__eal_up() && rte_get_tsc_hz() != 0;
+		__atomic_store_n(&power_pause, p, __ATOMIC_RELAXED);
+	}
+	return p != 0;
+}
+
+/* A pause between the spin and the sleep: the CPU's light wait where it has
+ * one (as rte_power_pmd_mgmt's pause mode), else PAUSE instructions. */
 static void
 pause_for(uint64_t ns)
 {
-	uint64_t end = evd__monotonic_ns(NULL) + ns;
+	uint64_t end;
 
+	if (evd__power_pause()) {
+		(void)rte_power_pause(rte_rdtsc() + ns * rte_get_tsc_hz() / 1000000000ull);
+		return;
+	}
+	end = evd__monotonic_ns(NULL) + ns;
 	do {
 		for (int i = 0; i < 8; i++)
 			rte_pause();

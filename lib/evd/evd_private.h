@@ -66,6 +66,8 @@ struct evd__mem {
 	int socket; /* SOCKET_ID_ANY: any */
 };
 bool evd__eal_up(void);
+/* Pauses use the CPU's light wait (rte_power_pause), evd_loop.c. */
+bool evd__power_pause(void);
 /* evd_loop_conf.numa_socket to a DPDK socket id; -EINVAL (malformed),
  * -ENODEV (no such socket). */
 int evd__socket_resolve(int numa_socket, int *socket);

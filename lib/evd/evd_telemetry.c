@@ -170,6 +170,8 @@ tm_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 	rte_tel_data_add_dict_string(d, "clock", evd__clock_name(l));
 	/* where its memory is: a socket, -1 for any or libc's (before the EAL) */
 	rte_tel_data_add_dict_int(d, "socket", l->mem.dpdk ? l->mem.socket : -1);
+	/* 1: a pause waits in the CPU's light wait (TPAUSE), 0: PAUSE spins */
+	rte_tel_data_add_dict_int(d, "power_pause", evd__power_pause());
 	rte_tel_data_add_dict_string(d, "mode", st.mode < EVD_MODE_COUNT ? mode_name[st.mode] : "?");
 	/* 1: in evd_loop_run() (2, a step of evd_loop_step(), is not "running") */
 	rte_tel_data_add_dict_int(d, "running", __atomic_load_n(&l->running, __ATOMIC_ACQUIRE) == 1);
