@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests of the loop: registration, poll-only bound, removal, errors. */
+#include <errno.h>
 #include <poll.h>
 #include <pthread.h>
 
@@ -465,6 +466,72 @@ test_nested_wait(void)
 	CHECK_EQ(evd_loop_destroy(loop), 0);
 }
 
+/* A ring added while the loop is armed for an outside wait is armed by the
+ * next evd_loop_arm(): its post makes the loop's fd readable at once. */
+static void
+test_nested_add_is_armed(void)
+{
+	struct evd_loop_conf conf = { .policy = "intr" };
+	struct evd_loop *loop;
+	struct evd_source *r1, *r2;
+	struct evd_event ev = { 0 };
+	struct pollfd pfd;
+	uint64_t tmo;
+
+	CHECK_EQ(evd_loop_create(&conf, &loop), 0);
+	CHECK_EQ(evd_ring_create("r1", 16, test_nop, NULL, &r1), 0);
+	CHECK_EQ(evd_ring_create("r2", 16, test_nop, NULL, &r2), 0);
+	CHECK_EQ(evd_loop_add(loop, r1), 0);
+	CHECK_EQ(evd_loop_arm(loop, &tmo), 0);
+	CHECK_EQ(evd_loop_add(loop, r2), 0); /* the loop is not held: at once */
+	CHECK_EQ(evd_loop_arm(loop, &tmo), 0);
+	CHECK_EQ(tmo, UINT64_MAX);
+	pfd = (struct pollfd){ .fd = evd_loop_fd(loop), .events = POLLIN };
+	CHECK_EQ(poll(&pfd, 1, 0), 0);
+	CHECK_EQ(evd_ring_post(r2, &ev), 0);
+	CHECK_EQ(poll(&pfd, 1, 0), 1); /* r2 was armed: its post rang the bell */
+	CHECK_EQ(evd_loop_poll(loop, 0), 1);
+	CHECK_EQ(evd_loop_remove(loop, r1), 0);
+	CHECK_EQ(evd_loop_remove(loop, r2), 0);
+	CHECK_EQ(evd_source_destroy(r1), 0);
+	CHECK_EQ(evd_source_destroy(r2), 0);
+	CHECK_EQ(evd_loop_destroy(loop), 0);
+}
+
+static int
+ebadf_poll(struct evd_source *s, uint16_t budget)
+{
+	(void)s;
+	(void)budget;
+	return -EBADF;
+}
+
+/* A poll-only source whose poll failed (EBADF: given up) bounds no sleep
+ * once removed: a loop of rings alone waits without bound again. */
+static void
+test_failed_poll_only_unbounds(void)
+{
+	static const struct evd_source_ops ops = { .kind = "bad", .poll = ebadf_poll };
+	struct evd_loop_conf conf = { .policy = "intr" };
+	struct evd_loop *loop;
+	struct evd_source *r, bad;
+	uint64_t tmo;
+
+	CHECK_EQ(evd_loop_create(&conf, &loop), 0);
+	CHECK_EQ(evd_ring_create("r", 16, test_nop, NULL, &r), 0);
+	CHECK_EQ(evd_loop_add(loop, r), 0);
+	CHECK_EQ(evd_source_init(&bad, &ops, "bad", test_nop, NULL), 0);
+	CHECK_EQ(evd_loop_add(loop, &bad), 0);
+	CHECK_EQ(evd_loop_poll(loop, 0), 0); /* -EBADF: failed, logged */
+	CHECK_EQ(evd_loop_remove(loop, &bad), 0);
+	CHECK_EQ(evd_loop_arm(loop, &tmo), 0);
+	CHECK_EQ(tmo, UINT64_MAX); /* not poll_only_bound_us */
+	CHECK_EQ(evd_loop_poll(loop, 0), 0);
+	CHECK_EQ(evd_loop_remove(loop, r), 0);
+	CHECK_EQ(evd_source_destroy(r), 0);
+	CHECK_EQ(evd_loop_destroy(loop), 0);
+}
+
 int
 main(void)
 {
@@ -476,5 +543,7 @@ main(void)
 	TEST(test_idle_rings_never_wake);
 	TEST(test_poll_never_blocks);
 	TEST(test_nested_wait);
+	TEST(test_nested_add_is_armed);
+	TEST(test_failed_poll_only_unbounds);
 	return 0;
 }

@@ -181,6 +181,54 @@ test_late_notification_is_not_lost(void)
 	CHECK_EQ(s.acked, 1);
 }
 
+static struct evd_source_ops fail_ops;
+static int (*strict_arm_op)(struct evd_source *);
+
+static int
+arm_then_fail_repoll(struct evd_source *s)
+{
+	int rc = strict_arm_op(s);
+
+	__atomic_store_n(&((struct strict_source *)s)->fail_poll, 1, __ATOMIC_RELEASE);
+	return rc;
+}
+
+/* A completion lands before the arm (a strict device raises nothing for
+ * it, rightly) and the re-poll after the arm fails: the source was not
+ * checked, so it is polled every round again and its silence is not a lost
+ * wakeup; the bounded wait finds the completion. */
+static void
+test_failed_repoll_is_not_lost(void)
+{
+	struct evd_loop_conf conf = { .policy = "intr" };
+	struct evd_loop *loop;
+	struct strict_source d;
+	struct evd_loop_stats st;
+
+	CHECK_EQ(evd_loop_create(&conf, &loop), 0);
+	CHECK_EQ(strict_source_init(&d, "dev"), 0);
+	fail_ops = *d.src.ops;
+	strict_arm_op = fail_ops.arm;
+	fail_ops.arm = arm_then_fail_repoll;
+	d.src.ops = &fail_ops;
+	CHECK_EQ(evd_loop_add(loop, &d.src), 0);
+	d.inject_at_arm = 1;
+	/* arm (+1 item), the re-poll fails, a bounded wait, the poll after it */
+	CHECK(evd_loop_step(loop) >= 0);
+	fail_ops.arm = strict_arm_op;
+	for (int i = 0; i < 6 && d.delivered == 0; i++)
+		CHECK(evd_loop_step(loop) >= 0);
+	for (int i = 0; i < 4; i++) /* past the 2 ms a late notification gets */
+		CHECK(evd_loop_step(loop) >= 0);
+	CHECK_EQ(d.delivered, 1);
+	CHECK_EQ(evd_loop_stats_get(loop, &st), 0);
+	CHECK_EQ(st.errors, 1);
+	CHECK_EQ(st.lost_wakeups, 0);
+	CHECK_EQ(evd_loop_remove(loop, &d.src), 0);
+	CHECK_EQ(evd_loop_destroy(loop), 0);
+	strict_source_fini(&d);
+}
+
 int
 main(void)
 {
@@ -189,5 +237,6 @@ main(void)
 	TEST(test_wake_on_notification);
 	TEST(test_lost_wakeup_is_counted);
 	TEST(test_late_notification_is_not_lost);
+	TEST(test_failed_repoll_is_not_lost);
 	return 0;
 }

@@ -351,12 +351,14 @@ int evd_loop_fd(const struct evd_loop *loop);
 
 /**
  * Prepare the loop for another event loop's wait on evd_loop_fd(): arm
- * every source, then poll them once more (what landed before the arm is
- * found here: the lost wakeup this closes). On 0 the caller may wait on the
- * fd for at most *timeout_ns; the next evd_loop_poll() or evd_loop_step()
- * ends that wait (acknowledges what notified, disarms) and dispatches. Any
- * thread, one at a time, as evd_loop_poll(); calling it again while armed
- * only updates *timeout_ns.
+ * every source not armed, then poll those once more (what landed before the
+ * arm is found here: the lost wakeup this closes). On 0 the caller may wait
+ * on the fd for at most *timeout_ns; the next evd_loop_poll() or
+ * evd_loop_step() ends that wait (acknowledges what notified) and
+ * dispatches. Any thread, one at a time, as evd_loop_poll(); calling it
+ * again while armed updates *timeout_ns and arms the sources added since
+ * (call it after an evd_loop_add() before waiting again: a source added
+ * after the arm is not armed, its events would wait for the next poll).
  * @param loop        The loop.
  * @param timeout_ns  Receives the longest the wait may last: the next timer,
  *                    a poll-only source's bound, a device's backstop;

@@ -119,7 +119,7 @@ evd__bell_reserve(struct evd__bell *b, uint32_t slot)
 void
 evd_source_ring_bell(struct evd_source *src)
 {
-	struct evd__bell *b = __atomic_load_n(&src->bell, __ATOMIC_RELAXED);
+	struct evd__bell *b = __atomic_load_n(&src->bell, __ATOMIC_ACQUIRE);
 	uint32_t slot = __atomic_load_n(&src->key, __ATOMIC_RELAXED), c = slot >> CHUNK_SHIFT;
 	uint32_t w = (slot >> 6) & (CHUNK_WORDS - 1);
 	struct bell_chunk *k;

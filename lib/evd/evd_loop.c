@@ -800,7 +800,9 @@ key_take(struct evd_loop *loop, struct evd_source *s)
 	else
 		k = loop->n_keys++; /* never past cap_src: a slot per source at most */
 	loop->keys[k].src = s;
-	s->key = k;
+	/* atomic: a producer that took an arm of the source's last loop may
+	 * read it while the source joins this one */
+	__atomic_store_n(&s->key, k, __ATOMIC_RELAXED);
 }
 
 static void
@@ -860,6 +862,8 @@ unwatch(struct evd_loop *loop, struct evd_source *s, const char *why)
 		loop->n_device--;
 	if (s->owed_since_ns != 0)
 		loop->n_owed--;
+	if (!s->has_fd && !s->ops->bell && !s->failed)
+		loop->n_poll_only--; /* it bounds no sleep any more */
 	s->failed = 1; /* out of the round's list at the next arm pass */
 	s->has_fd = 0;
 	s->notify_fd = -1;
@@ -1016,7 +1020,8 @@ evd_loop_add(struct evd_loop *loop, struct evd_source *src)
 	src->act_pos = NOT_ACT;
 	src->index = loop->n_src;
 	src->id = loop->next_src_id++;
-	__atomic_store_n(&src->bell, loop->bell, __ATOMIC_RELAXED);
+	/* release: such a producer that reads it sees the bell's fields */
+	__atomic_store_n(&src->bell, loop->bell, __ATOMIC_RELEASE);
 	if (src->has_fd && src->ops->arm == NULL) {
 		/* a level fd is watched from the start: epoll says when it is ready */
 		src->armed = EVD_ARM_LEVEL;
@@ -1483,18 +1488,14 @@ after_sleep(struct evd_loop *loop, enum evd_wake_reason why, uint64_t now)
 
 		if (s->owed_since_ns != 0) {
 			owed_judge(loop, s, now);
-		} else if (why == EVD_WAKE_TIMEOUT && s->armed && s->has_fd && s->ops->arm != NULL &&
+		} else if (why == EVD_WAKE_TIMEOUT && s->armed == EVD_ARM_ONCE && s->has_fd &&
 			   !s->woken && !s->removing) {
 			uint32_t n = poll_one(loop, s, false);
 
 			if (n == 0)
 				continue;
 			found += n;
-			/* an arm that said -ENOTSUP promised no notification */
-			if (s->armed == EVD_ARM_ONCE)
-				judge_silence(loop, s, now);
-			else
-				disarm(loop, s);
+			judge_silence(loop, s, now);
 		}
 	}
 	return found;
@@ -1668,10 +1669,12 @@ arm_and_repoll(struct evd_loop *loop, uint64_t now, bool *all_armed)
 			EVD_STAT_ADD(s->stats.arms, 1);
 			EVD_STAT_ADD(loop->stats.arms, 1);
 			loop->fresh[n_fresh++] = s;
-		} else if (rc == -ENOTSUP && s->has_fd) {
+		} else if (rc == -ENOTSUP && s->has_fd && s->ops->arm != NULL) {
 			/* e.g. tap, a solicited-only CQ: armed, but not for every
-			 * completion (polled after a timeout, never judged) */
-			s->armed = EVD_ARM_LEVEL;
+			 * completion, so it stays in the round's list (re-polled
+			 * below, polled every round, armed again at each sleep);
+			 * its fd ends a wait for the completions it announces */
+			continue;
 		} else {
 			source_error(loop, s, "arm", rc);
 			*all_armed = false;
@@ -1690,14 +1693,17 @@ arm_and_repoll(struct evd_loop *loop, uint64_t now, bool *all_armed)
 	n = poll_act(loop, true);
 	for (uint32_t i = 0; i < n_fresh; i++) {
 		struct evd_source *s = loop->fresh[i];
-		uint32_t k;
+		int k;
 
 		if (s->removing | s->failed)
 			continue;
-		k = poll_one(loop, s, true);
-		if (k > 0 && s->armed == EVD_ARM_ONCE)
-			disarm(loop, s); /* busy: polled every round again */
-		n += k;
+		k = poll_src(loop, s, true);
+		/* busy: polled every round again; failed: not checked after its
+		 * arm, so polled every round too (its silence proves nothing) */
+		if (k != 0 && s->armed)
+			disarm(loop, s);
+		if (k > 0)
+			n += (uint32_t)k;
 	}
 	loop->in_round = false;
 	if (unlikely(loop->pending_removal))
@@ -1984,14 +1990,25 @@ evd_loop_arm(struct evd_loop *loop, uint64_t *timeout_ns)
 		return -ESHUTDOWN;
 	}
 	now = evd__now(loop);
-	if (!loop->armed_outside) {
-		rc = arm_and_repoll(loop, now, &loop->armed_all);
+	/* a source added since the last arm (ids count the adds) is armed now,
+	 * the others stay as they are */
+	if (!loop->armed_outside || loop->next_src_id != loop->armed_ids) {
+		bool all;
+
+		rc = arm_and_repoll(loop, now, &all);
 		if (rc != 0) {
+			if (loop->armed_outside) { /* the outside wait is over: work came */
+				loop->armed_outside = false;
+				evd__bell_wake(loop->bell);
+			}
 			hold_release(loop);
 			return rc;
 		}
+		loop->armed_all = all && (!loop->armed_outside || loop->armed_all);
+		if (!loop->armed_outside)
+			EVD_STAT_ADD(loop->stats.sleeps, 1);
 		loop->armed_outside = true;
-		EVD_STAT_ADD(loop->stats.sleeps, 1);
+		loop->armed_ids = loop->next_src_id;
 	}
 	/* a bell rung while the loop was awake wrote no fd: the caller's wait
 	 * must not block */

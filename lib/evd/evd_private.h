@@ -209,6 +209,7 @@ struct evd_loop {
 	bool in_round;          /* sources are being iterated */
 	bool armed_outside;     /* evd_loop_arm(): armed for another loop's wait */
 	bool armed_all;         /* that arm's sleep_bound() input */
+	uint32_t armed_ids;     /* next_src_id at that arm: a source added since is not armed */
 	bool pending_removal;
 
 	struct evd_source **src;

@@ -18,7 +18,9 @@
  * - arm (optional): request a notification on fd() for completions that
  *   arrive after this call. It may also fire for completions already queued
  *   ("considerate" hardware), the loop does not rely on it: it re-polls after
- *   arming. Return 0, or a negative errno (-ENOTSUP: the fd is always armed).
+ *   arming. Return 0, or a negative errno (-ENOTSUP: armed, but not for
+ *   every completion, e.g. a solicited-only CQ: the loop polls it every
+ *   round and arms it again at each sleep).
  * - fd (optional): the notification fd, stable while registered; a source
  *   without fd is poll-only and bounds the loop's sleeps.
  * - ack (optional): consume exactly one readiness of fd() after a wakeup
@@ -62,7 +64,7 @@ struct evd_source_ops {
 	bool bell;
 	/** Deliver up to @p budget completions to the handler; return how many (< 0: error). */
 	int (*poll)(struct evd_source *src, uint16_t budget);
-	/** Request a notification on fd() for the next completion (0; -ENOTSUP: always armed). */
+	/** Request a notification on fd() for the next completion (0; -ENOTSUP: not for every one). */
 	int (*arm)(struct evd_source *src);
 	/** Withdraw the request, where the device can (optional). */
 	int (*disarm)(struct evd_source *src);
@@ -80,7 +82,7 @@ struct evd_source_ops {
 enum evd_arm_state {
 	EVD_ARM_NONE = 0,   /**< Not armed: its fd will not be signalled. */
 	EVD_ARM_ONCE = 1,   /**< Armed by its arm op for the next completion. */
-	EVD_ARM_LEVEL = 2,  /**< Watched, not promised for every completion: a level fd (always), or an arm that said -ENOTSUP (until its next notification). */
+	EVD_ARM_LEVEL = 2,  /**< Always watched: a level fd (no arm op), polled when epoll says it is ready. */
 };
 
 /**

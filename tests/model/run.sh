@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# Model-check evd.pml with spin: the model must verify with no error, and
-# each mutant must yield a counterexample of the kind named, so the model is
-# shown able to fail: a deadlock (a loop asleep for good in an unbounded
-# wait), the lost-wakeup verdict after a timeout (assert(!lost)), or either.
+# Model-check evd.pml with spin: the model must verify with no error (with
+# one ring, and with two rings on one bell), and each mutant must yield a
+# counterexample of the kind named, so the model is shown able to fail: a
+# deadlock (a loop asleep for good in an unbounded wait), the oracle of an
+# armed ring's event nothing announces (assert(!stranded)), the devices'
+# lost-wakeup verdict after a timeout (assert(!lost)), or any of them.
 #   run.sh MODEL.pml [WORKDIR]
 set -u
 model=$1
@@ -16,7 +18,7 @@ mkdir -p "$work"
 cp "$model" "$work/evd.pml"
 cd "$work" || exit 1
 fail=0
-check() { # check NAME WANT DEFINES...   WANT: none, some, deadlock or lost
+check() { # check NAME WANT DEFINES...   WANT: none, some, deadlock, stranded or lost
 	local name=$1 want=$2
 	shift 2
 	rm -f pan pan.* evd.pml.trail
@@ -50,6 +52,7 @@ check() { # check NAME WANT DEFINES...   WANT: none, some, deadlock or lost
 	local kind
 	kind=$(grep -m1 -oE 'invalid end state|assertion violated +[^ ]+' pan.log | tr -s ' ')
 	if { [ "$want" = deadlock ] && [ "$kind" != "invalid end state" ]; } ||
+	   { [ "$want" = stranded ] && [ "$kind" != "assertion violated !(stranded)" ]; } ||
 	   { [ "$want" = lost ] && [ "$kind" != "assertion violated !(lost)" ]; }; then
 		echo "FAIL: $name: wanted a counterexample by $want, got: $kind"
 		spin -t -p "$@" evd.pml | tail -40
@@ -61,14 +64,25 @@ check() { # check NAME WANT DEFINES...   WANT: none, some, deadlock or lost
 		echo "ok: $name: verified, $states states stored, ${secs}s"
 	fi
 }
+two="-DTWO_RINGS -DNO_STOP"
 check "model" none
+check "model, two rings on one bell (no stopper)" none $two
+check "model, a solicited-only CQ (its arm says -ENOTSUP) kept in the round's list" none \
+	-DSOLICITED -DLEVEL_IN_LIST
+check "mutant taking that CQ out of the round's list" some -DSOLICITED
 check "mutant without the re-poll after arming" some -DNO_REPOLL
 check "  the same, every sleep unbounded: a deadlock" deadlock -DNO_REPOLL -DUNTIMED_ONLY
-check "  the same, every sleep bounded: the verdict sees the loss" lost -DNO_REPOLL -DTIMED_ONLY
-check "mutant without the ring's fences" some -DNO_FENCE
-check "  the same, every sleep bounded: the verdict sees the loss" lost -DNO_FENCE -DTIMED_ONLY
+check "  the same, every sleep bounded: the oracle sees the event stranded" stranded -DNO_REPOLL -DTIMED_ONLY
+check "mutant without the fence after the arm pass" some -DNO_ARM_FENCE
+check "  the same, every sleep bounded" stranded -DNO_ARM_FENCE -DTIMED_ONLY
+check "mutant without the post's fence" some -DNO_POST_FENCE
+check "  the same, every sleep bounded" stranded -DNO_POST_FENCE -DTIMED_ONLY
+check "mutant reading rung before storing sleeping" deadlock -DRUNG_BEFORE_SLEEPING
+check "mutant reading sleeping before raising rung" deadlock -DSLEEPING_BEFORE_RUNG
+check "mutant raising rung before setting the bit" some -DRUNG_BEFORE_BIT
+check "mutant taking the bits before clearing rung" some $two -DBITS_BEFORE_RUNG
+check "mutant setting the word's bit after its summaries" some $two -DWORD_AFTER_SUMMARY
+check "mutant leaving a notified ring armed" some -DNOTIFIED_STAYS_ARMED
+check "mutant judging rings after a timeout" lost -DJUDGE_RINGS
 check "mutant ringing the stop eventfd before the flag" deadlock -DSTOP_FD_FIRST
-check "mutant calling a post in flight only if armed is 0" lost -DOLD_DOORBELL_OWED
-check "mutant adding to done before the doorbell step" lost -DDONE_EARLY
-check "mutant reading head before done" lost -DHEAD_FIRST
 exit $fail
