@@ -398,22 +398,23 @@ struct score {
 	uint64_t tl_arrivals[TL_WINDOWS];
 };
 
-/* Charge [t0, t0 + d) of CPU (or of sleep) to the timeline windows. */
+/* Charge [t0, t0 + d) of CPU (or of sleep) to the timeline windows; what
+ * runs past the last arrival (a nap's end) is past the trace's time, which
+ * the windows cover, and would overfill the last one. */
 static void
 tl_add(double *w, double window, double t0, double d)
 {
-	while (d > 0) {
-		int i = (int)(t0 / window);
-		double room;
+	double end = fmin(t0 + d, TL_WINDOWS * window);
 
-		if (i >= TL_WINDOWS)
-			i = TL_WINDOWS - 1;
-		room = (i + 1) * window - t0;
-		if (room <= 0 || i == TL_WINDOWS - 1)
-			room = d;
-		w[i] += RTE_MIN(room, d);
-		t0 += RTE_MIN(room, d);
-		d -= RTE_MIN(room, d);
+	while (t0 < end) {
+		int i = RTE_MIN((int)(t0 / window), TL_WINDOWS - 1);
+		double upto;
+
+		if (i < TL_WINDOWS - 1 && (i + 1) * window <= t0)
+			i++; /* t0 / window rounded down across a boundary */
+		upto = i == TL_WINDOWS - 1 ? end : fmin((i + 1) * window, end);
+		w[i] += upto - t0;
+		t0 = upto;
 	}
 }
 
@@ -453,7 +454,9 @@ simulate(const char *spec, const struct trace *t, double lambda, struct score *s
 		s->tl_window_ns += (double)t->gap_ns[i];
 		multi |= t->source[i] != t->source[0];
 	}
-	s->tl_window_ns = s->tl_window_ns / TL_WINDOWS + 1;
+	/* the trace's time in equal windows, the last arrival closing the
+	 * last one (none past it, where nothing can arrive) */
+	s->tl_window_ns = s->tl_window_ns > 0 ? s->tl_window_ns / TL_WINDOWS : 1;
 	for (size_t i = 0; i < t->n; i++) {
 		/* the loop's gap: from where it resumed to the arrival */
 		uint64_t g = t->gap_ns[i] - carry, start = now + carry, tt = 0, rounds = 0, late = 0;
@@ -639,10 +642,11 @@ score_json(FILE *f, const struct score *s, const char *trace, const struct hinds
 static int
 timeline_out(const char *path, const struct score *s)
 {
-	double t[TL_WINDOWS], rate[TL_WINDOWS], cpu[TL_WINDOWS], asleep[TL_WINDOWS];
+	double t[TL_WINDOWS + 1], rate[TL_WINDOWS], cpu[TL_WINDOWS], asleep[TL_WINDOWS];
 	double w = s->tl_window_ns;
 	char title[TESTEVD_POLICY_MAX + 64];
 
+	t[TL_WINDOWS] = TL_WINDOWS * w / 1e9;
 	for (int i = 0; i < TL_WINDOWS; i++) {
 		t[i] = i * w / 1e9;
 		rate[i] = (double)s->tl_arrivals[i] * 1e9 / w;

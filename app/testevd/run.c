@@ -307,8 +307,8 @@ timeline_sample(struct run *r)
 						   __atomic_load_n(&r->delivered, __ATOMIC_RELAXED) };
 }
 
-/* Per window between two samples: events/s, CPU %, and the time asleep
- * from the transitions. */
+/* Per window between two samples, up to the loop's end: events/s, CPU %,
+ * and the time asleep from the transitions. */
 static int
 timeline_finish(struct run *r, const char *policy)
 {
@@ -317,16 +317,43 @@ timeline_finish(struct run *r, const char *policy)
 	double *cpu = calloc(nw + 1, sizeof(double)), *asleep = calloc(nw + 1, sizeof(double));
 	uint32_t mode = EVD_MODE_POLL;
 	char title[TESTEVD_POLICY_MAX + 96];
+	struct evd_loop_stats st;
+	uint64_t end = 0;
 	int rc = -ENOMEM;
 
+	if (nw > 0) {
+		/* The monitor samples until it is joined, after the loop
+		 * stopped: the loop ran sum(mode_ns) from about the first
+		 * sample (taken as it starts), not past the last sample nor
+		 * before its last transition. */
+		evd_loop_stats_get(r->loop, &st);
+		end = r->tl_s[0].t_ns;
+		for (int m = 0; m < EVD_MODE_COUNT; m++)
+			end += st.mode_ns[m];
+		end = RTE_MIN(end, r->tl_s[nw].t_ns);
+		if (r->tl_n > 0)
+			end = RTE_MAX(end, r->tl_ev[r->tl_n - 1].t_ns);
+		/* a window that starts after it holds none of the run, only zeros */
+		while (nw > 1 && r->tl_s[nw - 1].t_ns >= end)
+			nw--;
+		/* a last window under half the one before joins it: too short
+		 * to count events in, its rate would set the scale */
+		if (nw > 1 && 2 * (end - r->tl_s[nw - 1].t_ns) <
+				      r->tl_s[nw - 1].t_ns - r->tl_s[nw - 2].t_ns)
+			nw--;
+	}
 	if (t != NULL && rate != NULL && cpu != NULL && asleep != NULL) {
 		for (size_t w = 0; w < nw; w++) {
-			const struct tl_sample *a = &r->tl_s[w], *b = &r->tl_s[w + 1];
-			double dt = (double)(b->t_ns - a->t_ns);
+			/* the last window ends at the loop's end and takes its
+			 * counts from the last sample, which has them all */
+			const struct tl_sample *a = &r->tl_s[w];
+			const struct tl_sample *b = &r->tl_s[w + 1 < nw ? w + 1 : r->tl_sn - 1];
+			uint64_t bt = w + 1 < nw ? b->t_ns : end;
+			double dt = (double)(bt - a->t_ns);
 			uint64_t at = a->t_ns, slept = 0;
 
-			/* walk the transitions inside [a, b) */
-			while (k < r->tl_n && r->tl_ev[k].t_ns < b->t_ns) {
+			/* walk the transitions inside [a, bt) */
+			while (k < r->tl_n && r->tl_ev[k].t_ns < bt) {
 				uint64_t ts = RTE_MAX(r->tl_ev[k].t_ns, a->t_ns);
 
 				if (mode == EVD_MODE_SLEEP && ts > at)
@@ -334,13 +361,15 @@ timeline_finish(struct run *r, const char *policy)
 				at = RTE_MAX(at, ts);
 				mode = r->tl_ev[k++].mode;
 			}
-			if (mode == EVD_MODE_SLEEP && b->t_ns > at)
-				slept += b->t_ns - at;
+			if (mode == EVD_MODE_SLEEP && bt > at)
+				slept += bt - at;
 			t[w] = (double)(a->t_ns - r->tl_s[0].t_ns) / 1e9;
 			rate[w] = dt > 0 ? (double)(b->delivered - a->delivered) * 1e9 / dt : 0;
 			cpu[w] = dt > 0 ? 100.0 * (double)(b->cpu_ns - a->cpu_ns) / dt : 0;
 			asleep[w] = dt > 0 ? fmin(100.0, 100.0 * (double)slept / dt) : 0;
 		}
+		if (nw > 0)
+			t[nw] = (double)(end - r->tl_s[0].t_ns) / 1e9;
 		snprintf(title, sizeof(title), "policy %s, %s, real time, %zu transitions%s", policy,
 			 r->kind->name, r->tl_n, r->tl_lost ? " (some lost)" : "");
 		rc = timeline_write(r->o->timeline, title, (unsigned int)nw, t, rate, cpu, asleep);

@@ -216,7 +216,8 @@ extern FILE *report_json_stdout;
 FILE *report_json_open(const char *path);
 /* Flush and close (stdout: flush only); 0 or a negative errno. */
 int report_json_close(FILE *f);
-/* --timeline: n windows starting at t_s; CSV, or SVG if path ends in .svg. */
+/* --timeline: n windows; t_s holds their starts, then the last one's end (n + 1
+ * times); CSV, or SVG if path ends in .svg. */
 int timeline_write(const char *path, const char *title, unsigned int n, const double *t_s,
 		   const double *rate, const double *cpu_pct, const double *sleep_pct);
 
