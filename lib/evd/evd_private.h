@@ -2,7 +2,9 @@
 #ifndef EVD_PRIVATE_H
 #define EVD_PRIVATE_H
 
+#include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <inttypes.h>
 #include <stdint.h>
@@ -36,8 +38,6 @@ int evd__gap_bin(uint64_t g);
  * tests/test_policy_slots.c) */
 int evd__adaptive_source_weight(const struct evd_policy *p, uint32_t id, double *w);
 
-/* A loop the caller may use: not NULL, not destroyed; else logged, false. */
-bool evd__live_loop(const struct evd_loop *loop, const char *call);
 /* The thread rule of the control calls (evd_loop.c): 1 if the call took
  * the loop for its length, 0 if it is on the loop's own thread, -EBUSY
  * (logged, naming @p call) from another thread while the loop runs. Give
@@ -279,5 +279,158 @@ void evd__registry_add(struct evd_loop *loop);
 void evd__registry_remove(struct evd_loop *loop);
 void evd__registry_lock(void);
 void evd__registry_unlock(void);
+
+
+/* The epoll keys of the loop's own eventfd and of its bell (no source slot
+ * reaches them). */
+#define WAKE_KEY UINT64_MAX
+#define BELL_KEY (UINT64_MAX - 1)
+
+/* evd_clock.c */
+void evd__clock_default(struct evd_loop *loop); /* the TSC where it serves, else CLOCK_MONOTONIC */
+uint64_t evd__thread_cpu_ns(void);
+void evd__power_pause_wait(uint64_t ns);        /* rte_power_pause for ns (evd__power_pause()) */
+
+/* evd_hold.c: who may call what */
+bool evd__live_source(const struct evd_source *src, const char *call);
+int evd__ring_wake(struct evd_loop *loop);     /* the loop's eventfd (stop, a call) */
+void evd__run_calls(struct evd_loop *loop);    /* evd_loop_call()'s, oldest first */
+
+/* The largest burst a loop polls with (evd_loop_conf.burst, evd_loop_poll). */
+#define EVD__MAX_BURST 256
+
+/* evd_wait.c: the wait (tsp NULL: no timeout; zero: a look) and what it
+ * found; evd__gather() returns epoll's count (-1: errno), *stop on a stop */
+int evd__gather(struct evd_loop *loop, const struct timespec *tsp, bool *stop);
+enum evd_wake_reason evd__wait_ready(struct evd_loop *loop, uint64_t timeout_ns, bool nap);
+void evd__take_bell(struct evd_loop *loop);
+void evd__ack_woken(struct evd_loop *loop);
+bool evd__settle_woken(struct evd_loop *loop); /* whether any was notified */
+
+/* evd_sources.c */
+void evd__source_error(struct evd_loop *loop, struct evd_source *s, const char *op, int err);
+void evd__source_fail(struct evd_loop *loop, struct evd_source *s, const char *why);
+void evd__epoll_rebuild(struct evd_loop *loop);
+void evd__disarm(struct evd_loop *loop, struct evd_source *s);
+bool evd__fd_ready(int fd);
+void evd__ack_one(struct evd_loop *loop, struct evd_source *s);
+void evd__reap_removed(struct evd_loop *loop);
+
+/* ---- the loop's lists of sources and its epoll keys (evd_sources.c) ---- */
+
+/* evd_source.act_pos of a source not in the round's list. */
+#define EVD__NOT_ACT UINT32_MAX
+
+static inline void
+evd__act_add(struct evd_loop *loop, struct evd_source *s)
+{
+	if (s->act_pos != EVD__NOT_ACT)
+		return;
+	s->act_pos = loop->n_act;
+	loop->act[loop->n_act++] = s;
+}
+
+/* (Moves the last one into its place: an iteration of act runs backwards
+ * when it removes.) */
+static inline void
+evd__act_del(struct evd_loop *loop, struct evd_source *s)
+{
+	struct evd_source *last;
+
+	if (s->act_pos == EVD__NOT_ACT)
+		return;
+	last = loop->act[--loop->n_act];
+	loop->act[s->act_pos] = last;
+	last->act_pos = s->act_pos;
+	s->act_pos = EVD__NOT_ACT;
+}
+
+static inline void
+evd__owe(struct evd_loop *loop, struct evd_source *s, uint64_t since)
+{
+	if (s->owed_since_ns == 0)
+		loop->n_owed++;
+	s->owed_since_ns = since != 0 ? since : 1;
+}
+
+static inline void
+evd__owe_clear(struct evd_loop *loop, struct evd_source *s)
+{
+	if (s->owed_since_ns != 0)
+		loop->n_owed--;
+	s->owed_since_ns = 0;
+}
+
+/* The source's epoll key: its slot, and the slot's generation above it. */
+static inline uint64_t
+evd__key_of(const struct evd_loop *loop, const struct evd_source *s)
+{
+	return (uint64_t)loop->keys[s->key].gen << 32 | s->key;
+}
+
+/* The source a ready key names, or NULL for an entry that outlived its
+ * source. */
+static inline struct evd_source *
+evd__key_source(const struct evd_loop *loop, uint64_t key)
+{
+	uint32_t slot = (uint32_t)key;
+
+	if (slot >= loop->n_keys || loop->keys[slot].gen != (uint32_t)(key >> 32))
+		return NULL;
+	return loop->keys[slot].src;
+}
+
+/* ---- who holds the loop (enum evd__holder), inline for the step's path ---- */
+
+/* A loop the caller may use: not NULL, not destroyed (cheap to check, and a
+ * use after evd_loop_destroy() most often still finds the poison). */
+static inline bool
+evd__live_loop(const struct evd_loop *loop, const char *call)
+{
+	if (unlikely(loop == NULL)) {
+		EVD_LOG(ERR, "%s: loop is NULL", call);
+		return false;
+	}
+	if (unlikely(loop->magic != EVD__LOOP_MAGIC)) {
+		EVD_LOG(ERR, "%s: %p is not a loop (destroyed?)", call, (const void *)loop);
+		return false;
+	}
+	return true;
+}
+
+static inline bool
+evd__on_owner_thread(const struct evd_loop *loop)
+{
+	return pthread_equal(__atomic_load_n(&loop->owner, __ATOMIC_RELAXED), pthread_self());
+}
+
+/* Take the loop for holder h (run, step or a control call); the owner is
+ * cleared before the loop is given back (evd__hold_release), so a thread never
+ * mistakes another's hold for its own. -EBUSY if another thread runs it,
+ * or this one already holds it. */
+static inline int
+evd__hold_take(struct evd_loop *loop, int h)
+{
+	for (;;) {
+		int cur = EVD__FREE;
+
+		if (__atomic_compare_exchange_n(&loop->running, &cur, h, false, __ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE)) {
+			__atomic_store_n(&loop->owner, pthread_self(), __ATOMIC_RELAXED);
+			return 0;
+		}
+		/* a control call on another thread holds it for a moment */
+		if (cur != EVD__CONTROL || evd__on_owner_thread(loop))
+			return -EBUSY;
+		sched_yield();
+	}
+}
+
+static inline void
+evd__hold_release(struct evd_loop *loop)
+{
+	__atomic_store_n(&loop->owner, (pthread_t)0, __ATOMIC_RELAXED);
+	__atomic_store_n(&loop->running, EVD__FREE, __ATOMIC_RELEASE);
+}
 
 #endif /* EVD_PRIVATE_H */

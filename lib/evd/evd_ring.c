@@ -288,7 +288,7 @@ evd_ring_discard(struct evd_source *s)
 		return EVD_ARG_ERR(-EINVAL, "evd_ring_discard: %p is not a ring", (void *)s);
 	if (s->loop != NULL)
 		return EVD_ARG_ERR(-EBUSY, "evd_ring_discard %s: still on loop %s", s->name,
-				   evd_loop_name(s->loop));
+				   s->loop->name);
 	/* as ring_poll takes them, without the handler */
 	while ((k = ring_take(to_ring(s), drop, RING_MAX_BURST)) > 0)
 		n += k;

@@ -191,13 +191,13 @@ evd_timer_start(struct evd_loop *loop, uint64_t after_ns, uint64_t period_ns, ev
 	if (!evd__live_loop(loop, "evd_timer_start"))
 		return -EINVAL;
 	if (cb == NULL)
-		return EVD_ARG_ERR(-EINVAL, "evd_timer_start %s: cb is NULL", evd_loop_name(loop));
+		return EVD_ARG_ERR(-EINVAL, "evd_timer_start %s: cb is NULL", loop->name);
 	held = evd__control_enter(loop, "evd_timer_start");
 	if (held < 0)
 		return held;
 	t = calloc(1, sizeof(*t));
 	if (t == NULL) {
-		rc = EVD_ARG_ERR(-ENOMEM, "evd_timer_start %s: no memory", evd_loop_name(loop));
+		rc = EVD_ARG_ERR(-ENOMEM, "evd_timer_start %s: no memory", loop->name);
 		goto out;
 	}
 	t->deadline = add_sat(evd__now(loop), after_ns);
@@ -209,7 +209,7 @@ evd_timer_start(struct evd_loop *loop, uint64_t after_ns, uint64_t period_ns, ev
 	rc = evd__timers_push(&loop->timers, t);
 	if (rc < 0) {
 		free(t);
-		EVD_LOG(ERR, "evd_timer_start %s: no memory", evd_loop_name(loop));
+		EVD_LOG(ERR, "evd_timer_start %s: no memory", loop->name);
 		goto out;
 	}
 	if (out != NULL)
@@ -228,7 +228,7 @@ evd_timer_cancel(struct evd_loop *loop, struct evd_timer *t)
 	if (!evd__live_loop(loop, "evd_timer_cancel"))
 		return -EINVAL;
 	if (t == NULL)
-		return EVD_ARG_ERR(-EINVAL, "evd_timer_cancel %s: timer is NULL", evd_loop_name(loop));
+		return EVD_ARG_ERR(-EINVAL, "evd_timer_cancel %s: timer is NULL", loop->name);
 	held = evd__control_enter(loop, "evd_timer_cancel");
 	if (held < 0)
 		return held;
@@ -243,7 +243,7 @@ evd_timer_cancel(struct evd_loop *loop, struct evd_timer *t)
 		free(t);
 	} else {
 		rc = EVD_ARG_ERR(-EINVAL, "evd_timer_cancel %s: timer %p is not on this loop",
-				 evd_loop_name(loop), (void *)t);
+				 loop->name, (void *)t);
 	}
 	evd__control_leave(loop, held);
 	return rc;

@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Who may call what: the loop's holder (the thread that runs or steps it,
+ * or a control call's), the checks of the control calls, and the calls
+ * handed over to a running loop (evd_loop_call).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "evd_private.h"
+
+/* ---- who may call what ----------------------------------------------------- */
+
+
+bool
+evd__live_source(const struct evd_source *src, const char *call)
+{
+	if (unlikely(src == NULL)) {
+		EVD_LOG(ERR, "%s: source is NULL", call);
+		return false;
+	}
+	if (unlikely(src->magic != EVD_SOURCE_MAGIC)) {
+		EVD_LOG(ERR, "%s: %p is not a source (destroyed?)", call, (const void *)src);
+		return false;
+	}
+	return true;
+}
+
+
+
+
+/* The rule of the control calls (doc/guides/threads.md): on the thread that
+ * holds the loop (its handlers and callbacks) they act at once; when no
+ * thread holds it they take it for their length; from another thread
+ * while it runs they are refused. Returns 1 if the call took the loop
+ * (give it back with evd__hold_release()), 0 on the loop's own thread, or
+ * -EBUSY, logged with the call's name. */
+int
+evd__control_enter(struct evd_loop *loop, const char *call)
+{
+	int rc;
+
+	if (__atomic_load_n(&loop->running, __ATOMIC_ACQUIRE) != EVD__FREE && evd__on_owner_thread(loop))
+		return 0;
+	rc = evd__hold_take(loop, EVD__CONTROL);
+	if (rc == 0)
+		return 1;
+	EVD_LOG(ERR, "loop %s: %s on a thread that does not run the loop, while it runs: "
+		"refused (evd_loop_call() runs it on the loop's thread)", loop->name, call);
+	return rc;
+}
+
+void
+evd__control_leave(struct evd_loop *loop, int held)
+{
+	if (held > 0)
+		evd__hold_release(loop);
+}
+
+/* Ring the loop's eventfd (a stop, or a call to run): the caller counts
+ * itself in wakers first, so that evd_loop_destroy() waits for the write. */
+int
+evd__ring_wake(struct evd_loop *loop)
+{
+	uint64_t one = 1;
+
+	if (write(loop->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		return -errno;
+	return 0;
+}
+
+/* Run the calls queued by evd_loop_call(), oldest first; on the thread that
+ * holds the loop, between two rounds. */
+void
+evd__run_calls(struct evd_loop *loop)
+{
+	struct evd__call *c = __atomic_exchange_n(&loop->calls, NULL, __ATOMIC_ACQUIRE), *fifo = NULL;
+
+	while (c != NULL) { /* the stack is newest first */
+		struct evd__call *next = c->next;
+
+		c->next = fifo;
+		fifo = c;
+		c = next;
+	}
+	while (fifo != NULL) {
+		struct evd__call *next = fifo->next;
+
+		fifo->fn(loop, fifo->arg);
+		free(fifo);
+		fifo = next;
+	}
+}
+
+int
+evd_loop_call(struct evd_loop *loop, void (*fn)(struct evd_loop *loop, void *arg), void *arg)
+{
+	struct evd__call *c;
+	int rc;
+
+	if (!evd__live_loop(loop, "evd_loop_call"))
+		return -EINVAL;
+	if (fn == NULL)
+		return EVD_ARG_ERR(-EINVAL, "evd_loop_call %s: fn is NULL", loop->name);
+	c = malloc(sizeof(*c));
+	if (c == NULL)
+		return EVD_ARG_ERR(-ENOMEM, "evd_loop_call %s: no memory", loop->name);
+	c->fn = fn;
+	c->arg = arg;
+	__atomic_fetch_add(&loop->wakers, 1, __ATOMIC_SEQ_CST);
+	c->next = __atomic_load_n(&loop->calls, __ATOMIC_RELAXED);
+	/* release: the loop that takes the stack sees the message written */
+	while (!__atomic_compare_exchange_n(&loop->calls, &c->next, c, true, __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED))
+		;
+	/* after the push: a loop that drained the eventfd before this write
+	 * finds it readable at its next wait, and takes the call first */
+	rc = evd__ring_wake(loop);
+	__atomic_fetch_sub(&loop->wakers, 1, __ATOMIC_RELEASE);
+	if (rc < 0)
+		EVD_LOG(ERR, "loop %s: evd_loop_call: wake eventfd: %s (the call runs at the "
+			"loop's next round)", loop->name, strerror(-rc));
+	return 0;
+}

@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The loop's and the sources' stats as read from any thread, their resets,
+ * and the recording of mode transitions (evd_loop_trace_*).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_common.h>
+
+#include "evd_private.h"
+
+int
+evd_loop_trace_enable(struct evd_loop *loop, uint32_t entries)
+{
+	struct evd_mode_event *ring = NULL;
+	int rc;
+
+	if (!evd__live_loop(loop, "evd_loop_trace_enable"))
+		return -EINVAL;
+	if (entries != 0 && (entries < 64 || entries > (1u << 24) || (entries & (entries - 1)) != 0))
+		return EVD_ARG_ERR(-EINVAL, "evd_loop_trace_enable %s: entries %u not a power of two "
+				   "in 64..16777216", loop->name, entries);
+	rc = evd__hold_take(loop, EVD__CONTROL);
+	if (rc < 0)
+		return EVD_ARG_ERR(rc, "evd_loop_trace_enable %s: the loop is running", loop->name);
+	if (entries != 0) {
+		ring = calloc(entries, sizeof(*ring));
+		if (ring == NULL) {
+			evd__hold_release(loop);
+			return EVD_ARG_ERR(-ENOMEM, "evd_loop_trace_enable %s: no memory", loop->name);
+		}
+	}
+	free(loop->trace);
+	loop->trace = ring;
+	loop->trace_mask = entries ? entries - 1 : 0;
+	__atomic_store_n(&loop->trace_head, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&loop->trace_claim, 0, __ATOMIC_RELEASE);
+	evd__hold_release(loop);
+	return 0;
+}
+
+int
+evd_loop_trace_read(struct evd_loop *loop, uint64_t *cursor, struct evd_mode_event *out,
+		    unsigned int max, uint64_t *lost)
+{
+	uint64_t head, size, from, n, head2;
+
+	if (!evd__live_loop(loop, "evd_loop_trace_read"))
+		return -EINVAL;
+	if (cursor == NULL || (out == NULL && max > 0))
+		return EVD_ARG_ERR(-EINVAL, "evd_loop_trace_read %s: %s is NULL", loop->name,
+				   cursor == NULL ? "cursor" : "out");
+	if (loop->trace == NULL)
+		return -ENODATA;
+	size = (uint64_t)loop->trace_mask + 1;
+	head = __atomic_load_n(&loop->trace_head, __ATOMIC_ACQUIRE);
+	from = *cursor;
+	if (from > head)
+		from = head; /* a cursor from before a re-enable */
+	if (head - from > size)
+		from = head - size;
+	n = RTE_MIN(head - from, (uint64_t)max);
+	for (uint64_t i = 0; i < n; i++) {
+		const struct evd_mode_event *e = &loop->trace[(from + i) & loop->trace_mask];
+
+		out[i].t_ns = __atomic_load_n(&e->t_ns, __ATOMIC_RELAXED);
+		out[i].events = __atomic_load_n(&e->events, __ATOMIC_RELAXED);
+		out[i].mode = __atomic_load_n(&e->mode, __ATOMIC_RELAXED);
+		out[i].reserved = 0;
+	}
+	/* entries the loop may have overwritten while we copied them are torn:
+	 * drop them; a slot it has claimed counts, written or not (it was the
+	 * oldest one: a reader a whole window behind copied it as it changed) */
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	head2 = __atomic_load_n(&loop->trace_claim, __ATOMIC_ACQUIRE);
+	if (head2 > size && head2 - size > from) {
+		uint64_t bad = RTE_MIN(head2 - size - from, n);
+
+		memmove(out, out + bad, (size_t)(n - bad) * sizeof(*out));
+		n -= bad;
+		from += bad;
+	}
+	if (lost != NULL)
+		*lost += from - RTE_MIN(*cursor, from);
+	*cursor = from + n;
+	return (int)n;
+}
+
+/* ---- stats ----------------------------------------------------------------- */
+
+#define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+
+/* Stores of what is read, atomic too: a reset writes the baseline while
+ * telemetry (another thread) may be reading it. */
+#define PUT(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+
+static void
+loop_stats_read(const struct evd_loop_stats *s, struct evd_loop_stats *d)
+{
+	PUT(d->polls, LOAD(s->polls));
+	PUT(d->empty_polls, LOAD(s->empty_polls));
+	PUT(d->events, LOAD(s->events));
+	PUT(d->arms, LOAD(s->arms));
+	PUT(d->repoll_hits, LOAD(s->repoll_hits));
+	PUT(d->sleeps, LOAD(s->sleeps));
+	PUT(d->wakeups, LOAD(s->wakeups));
+	PUT(d->spurious_wakeups, LOAD(s->spurious_wakeups));
+	PUT(d->sleep_timeouts, LOAD(s->sleep_timeouts));
+	PUT(d->lost_wakeups, LOAD(s->lost_wakeups));
+	PUT(d->pauses, LOAD(s->pauses));
+	PUT(d->naps, LOAD(s->naps));
+	PUT(d->mode_switches, LOAD(s->mode_switches));
+	PUT(d->timers_fired, LOAD(s->timers_fired));
+	PUT(d->errors, LOAD(s->errors));
+	for (int m = 0; m < EVD_MODE_COUNT; m++)
+		PUT(d->mode_ns[m], LOAD(s->mode_ns[m]));
+	PUT(d->cpu_ns, LOAD(s->cpu_ns));
+	PUT(d->mode, LOAD(s->mode));
+}
+
+static void
+source_stats_read(const struct evd_source *src, struct evd_source_stats *d)
+{
+	const struct evd_source_stats *s = &src->stats;
+	/* the busy ones first: never more than the polls read after them */
+	uint64_t busy = LOAD(src->busy_polls);
+
+	PUT(d->polls, LOAD(s->polls));
+	PUT(d->empty_polls, d->polls - busy);
+	PUT(d->events, LOAD(s->events));
+	PUT(d->arms, LOAD(s->arms));
+	PUT(d->repoll_hits, LOAD(s->repoll_hits));
+	PUT(d->wakeups, LOAD(s->wakeups));
+	PUT(d->spurious_wakeups, LOAD(s->spurious_wakeups));
+	PUT(d->lost_wakeups, LOAD(s->lost_wakeups));
+	PUT(d->errors, LOAD(s->errors));
+	PUT(d->full, LOAD(s->full));
+}
+
+/* Less the baseline, never under 0: a reset that raced the read (telemetry
+ * reads while the application may reset) cannot wrap a counter to ~2^64. */
+static inline uint64_t
+since(uint64_t cur, const uint64_t *base)
+{
+	uint64_t b = LOAD(*base);
+
+	return cur >= b ? cur - b : 0;
+}
+
+#define SUB(f) d->f = since(d->f, &b->f)
+
+int
+evd_loop_stats_get(struct evd_loop *loop, struct evd_loop_stats *st)
+{
+	struct evd_loop_stats *d = st;
+	const struct evd_loop_stats *b;
+
+	if (!evd__live_loop(loop, "evd_loop_stats_get"))
+		return -EINVAL;
+	if (st == NULL)
+		return EVD_ARG_ERR(-EINVAL, "evd_loop_stats_get %s: st is NULL", loop->name);
+	loop_stats_read(&loop->stats, d);
+	b = &loop->stats_base;
+	SUB(polls); SUB(empty_polls); SUB(events); SUB(arms); SUB(repoll_hits); SUB(sleeps);
+	SUB(wakeups); SUB(spurious_wakeups); SUB(sleep_timeouts); SUB(lost_wakeups); SUB(pauses);
+	SUB(naps); SUB(mode_switches); SUB(timers_fired); SUB(errors); SUB(cpu_ns);
+	for (int m = 0; m < EVD_MODE_COUNT; m++)
+		d->mode_ns[m] = since(d->mode_ns[m], &b->mode_ns[m]);
+	return 0;
+}
+
+int
+evd_source_stats_get(struct evd_source *src, struct evd_source_stats *st)
+{
+	struct evd_source_stats *d = st;
+	const struct evd_source_stats *b;
+
+	if (!evd__live_source(src, "evd_source_stats_get"))
+		return -EINVAL;
+	if (st == NULL)
+		return EVD_ARG_ERR(-EINVAL, "evd_source_stats_get %s: st is NULL", src->name);
+	source_stats_read(src, d);
+	b = &src->stats_base;
+	SUB(polls); SUB(empty_polls); SUB(events); SUB(arms); SUB(repoll_hits); SUB(wakeups);
+	SUB(spurious_wakeups); SUB(lost_wakeups); SUB(errors); SUB(full);
+	return 0;
+}
+
+int
+evd_loop_stats_reset(struct evd_loop *loop)
+{
+	if (!evd__live_loop(loop, "evd_loop_stats_reset"))
+		return -EINVAL;
+	loop_stats_read(&loop->stats, &loop->stats_base);
+	return 0;
+}
+
+int
+evd_source_stats_reset(struct evd_source *src)
+{
+	if (!evd__live_source(src, "evd_source_stats_reset"))
+		return -EINVAL;
+	source_stats_read(src, &src->stats_base);
+	return 0;
+}
