@@ -207,8 +207,10 @@ struct evd_policy_env {
 };
 
 /** The CPU price of a timed wait of @p g that ends by its timeout: C(g)
- * interpolated on log g, or B where C was not measured (@p env not checked
- * for NULL). */
+ * interpolated on log g, or B where C was not measured. Any thread.
+ * @param env  The environment (@p env not checked for NULL).
+ * @param g    The wait's length, ns.
+ * @return the price in ns. */
 double evd_policy_env_timeout_ns(const struct evd_policy_env *env, uint64_t g);
 
 /** The CPU price of a sleep with a timer of @p g armed that a notification
@@ -216,21 +218,34 @@ double evd_policy_env_timeout_ns(const struct evd_policy_env *env, uint64_t g);
  * (interpolated on log g), B beyond and where C was not measured. A short
  * timer costs whether it fires or not: here 27.7, 11.4, 6.1 and 6.1 us for
  * timers of 100 us, 1 ms, 10 ms and 100 ms woken after 20 us, against 5.7
- * with none (@p env not checked for NULL). */
+ * with none. Any thread.
+ * @param env  The environment (not checked for NULL).
+ * @param g    The timer's length, ns.
+ * @return the price in ns. */
 double evd_policy_env_bounded_sleep_ns(const struct evd_policy_env *env, uint64_t g);
 
 /** How late a timed wait of @p g ends: T(g) interpolated on log g, or L(g)
- * where T was not measured (@p env not checked for NULL). */
+ * where T was not measured. Any thread.
+ * @param env  The environment (not checked for NULL).
+ * @param g    The wait's length, ns.
+ * @return the lateness in ns. */
 double evd_policy_env_timeout_late_ns(const struct evd_policy_env *env, uint64_t g);
 
 /** The wake latency of a notified sleep of @p g after one of @p prev_ns
  * (UINT64_MAX or 0: unknown, taken as warm): L(g), or at least
  * cold_wake_ns where the host has a window and g is past it, or within it
- * after a @p prev_ns past it (@p env not checked for NULL). */
+ * after a @p prev_ns past it. Any thread.
+ * @param env      The environment (not checked for NULL).
+ * @param g        The sleep's length, ns.
+ * @param prev_ns  The sleep before it, ns.
+ * @return the latency in ns. */
 double evd_policy_env_wake_after_ns(const struct evd_policy_env *env, uint64_t g, uint64_t prev_ns);
 
-/** L(g) from the environment, interpolated on log g (flat outside the points;
- * @p env not checked for NULL). */
+/** L(g) from the environment, interpolated on log g (flat outside the
+ * points). Any thread.
+ * @param env  The environment (not checked for NULL).
+ * @param g    The sleep's length, ns.
+ * @return the latency in ns. */
 double evd_policy_env_wake_ns(const struct evd_policy_env *env, uint64_t g);
 
 /** A policy. All callbacks but decide are optional. */
@@ -273,13 +288,15 @@ struct evd_policy_ops {
  * Register a policy so that specs can name it. Control path, thread-safe.
  * The library keeps @p ops (not a copy): it must stay valid, unchanged,
  * for the rest of the process (a static const struct, as the built-ins').
+ * @param ops  The policy's operations.
  * @return 0; -EINVAL for missing name/decide or a bad name; -EEXIST; -ENOSPC
  *   (at most 32 policies, built-ins included).
  */
 int evd_policy_register(const struct evd_policy_ops *ops);
 
 /**
- * Check a spec without creating a loop (does not calibrate).
+ * Check a spec without creating a loop (does not calibrate). Any thread.
+ * @param spec  The spec, e.g. "adaptive:budget_us=200".
  * @return 0; -EINVAL (bad syntax, key or value; logged); -ENOENT (unknown name);
  *   -ENOMEM (it makes an instance to check the values).
  */
@@ -290,33 +307,54 @@ struct evd_policy;
 
 /**
  * Create a policy instance from a spec, as a loop would (it calibrates the
- * environment if the policy needs it). Control path.
- * @return 0; -EINVAL; -ENOENT; -ENOMEM.
+ * environment if the policy needs it). Control path, any thread.
+ * @param spec  The spec.
+ * @param out   Receives the instance.
+ * @return 0; -EINVAL (a bad spec, logged); -ENOENT (no such policy);
+ *   -ENOMEM.
  */
 int evd_policy_create(const char *spec, struct evd_policy **out);
 
-/** Destroy an instance made by evd_policy_create(). */
+/** Destroy an instance made by evd_policy_create(). The thread that uses it.
+ * @param p  The instance (NULL: nothing). */
 void evd_policy_destroy(struct evd_policy *p);
 
-/** The instance's policy name. */
+/** The instance's policy name. Any thread.
+ * @param p  The instance.
+ * @return its name; NULL for NULL. */
 const char *evd_policy_name(const struct evd_policy *p);
 
-/** Ask the instance what to do after an empty round (see decide). Fast path:
- * the pointers are not checked for NULL. */
+/** Ask the instance what to do after an empty round (see decide). The
+ * thread that uses it; fast path: the pointers are not checked for NULL.
+ * @param p       The instance.
+ * @param in      The round's input.
+ * @param arg_ns  Receives the action's length (a sleep's bound, a pause's).
+ * @return the action. */
 enum evd_action evd_policy_decide(struct evd_policy *p, const struct evd_policy_input *in,
 				  uint64_t *arg_ns);
 
-/** Tell the instance a round found @p n completions (see on_events; @p p not
- * checked for NULL). */
+/** Tell the instance a round found @p n completions (see on_events). The
+ * thread that uses it; @p p not checked for NULL.
+ * @param p       The instance.
+ * @param now_ns  The round's time.
+ * @param n       The completions. */
 void evd_policy_events(struct evd_policy *p, uint64_t now_ns, uint32_t n);
 
 /** Tell the instance a round found @p n completions on one source (see
- * on_source_events; @p p not checked for NULL). */
+ * on_source_events). The thread that uses it; @p p not checked for NULL.
+ * @param p          The instance.
+ * @param now_ns     The round's time.
+ * @param source_id  The source's evd_source.id.
+ * @param n          The completions. */
 void evd_policy_source_events(struct evd_policy *p, uint64_t now_ns, uint32_t source_id,
 			      uint32_t n);
 
-/** Tell the instance a sleep or a nap ended (see on_wake; @p p not checked
- * for NULL). */
+/** Tell the instance a sleep or a nap ended (see on_wake). The thread that
+ * uses it; @p p not checked for NULL.
+ * @param p         The instance.
+ * @param now_ns    The wake's time.
+ * @param slept_ns  How long it slept.
+ * @param why       What ended it. */
 void evd_policy_wake(struct evd_policy *p, uint64_t now_ns, uint64_t slept_ns,
 		     enum evd_wake_reason why);
 
@@ -324,6 +362,8 @@ void evd_policy_wake(struct evd_policy *p, uint64_t now_ns, uint64_t slept_ns,
  * The environment measured for this process (measures on first call,
  * about 95 ms, while a producer thread spins on another CPU; up to a few
  * hundred ms where the wakes stall; later calls return the cached result).
+ * Any thread.
+ * @return the environment (never NULL).
  */
 const struct evd_policy_env *evd_policy_env_get(void);
 
@@ -332,6 +372,7 @@ const struct evd_policy_env *evd_policy_env_get(void);
  * measures (for reports: what the policies of this process priced with).
  * @param given  if not NULL and the environment is there, set to whether
  *               evd_policy_env_set() gave it (untouched when this returns NULL).
+ * @return the environment, or NULL. Any thread.
  */
 const struct evd_policy_env *evd_policy_env_peek(bool *given);
 
@@ -339,6 +380,7 @@ const struct evd_policy_env *evd_policy_env_peek(bool *given);
  * Give the environment instead of measuring it (a calibration saved from an
  * earlier run, so that scores are comparable across runs). Control path:
  * call it before the first loop or policy instance of the process.
+ * @param env  The environment to use (copied).
  * @return 0; -EINVAL, with the reason logged (NULL, B of 0, B or an L over
  *   EVD_ENV_GIVEN_MAX_NS, or wake_at_ns not increasing from > 0, also as
  *   doubles: L is interpolated between them; L falling from one point to the
