@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests of policy specs, the built-ins' decisions and user policies. */
+#include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <sys/prctl.h>
@@ -1690,6 +1691,113 @@ test_adaptive_window_bursts(void)
 	CHECK(cold >= 30000);
 }
 
+/* adaptive's decisions on a fixed run of gaps (1 us to 4 ms, three
+ * sources, bursts now and then), folded into a hash. */
+static uint64_t
+decisions_of(const char *spec)
+{
+	uint64_t rnd = 42, now = 1000000000ull, h = 1469598103934665603ull;
+	struct evd_policy *p;
+
+	CHECK_EQ(evd_policy_create(spec, &p), 0);
+	for (int i = 0; i < 6000; i++) {
+		uint64_t g = 1000ull << test_xorshift(&rnd) % 13, arg = 0, idle;
+		uint32_t n = test_xorshift(&rnd) % 8 == 0 ? 4 : 1;
+		enum evd_action a = EVD_ACTION_POLL;
+
+		for (idle = 0; idle < g && a == EVD_ACTION_POLL; idle += 500) {
+			struct evd_policy_input in = {
+				.now_ns = now + idle, .idle_ns = idle, .idle_rounds = idle / 500 + 1,
+				.last_burst = n, .n_sources = 3,
+			};
+
+			a = evd_policy_decide(p, &in, &arg);
+			h = (h ^ ((uint64_t)a << 56 ^ arg)) * 1099511628211ull;
+		}
+		if (a != EVD_ACTION_POLL)
+			evd_policy_wake(p, now + g, g - idle, EVD_WAKE_NOTIFY);
+		now += g;
+		evd_policy_source_events(p, now, (uint32_t)(test_xorshift(&rnd) % 3), n);
+		evd_policy_events(p, now, n);
+	}
+	evd_policy_destroy(p);
+	return h;
+}
+
+struct decide_run {
+	const char *spec;
+	uint64_t hash;
+};
+
+static void *
+decide_on_thread(void *arg)
+{
+	struct decide_run *r = arg;
+
+	r->hash = decisions_of(r->spec);
+	return NULL;
+}
+
+/* Instances priced alike share adaptive's cost tables, made by the first
+ * of them: instances made on several threads at once, on prices no
+ * instance had yet, decide as one made alone after them, a validation of
+ * the spec (tables of its own, freed with it) in between. */
+static void
+test_adaptive_shared_tables(void)
+{
+	static const char *const specs[] = { "adaptive:lambda_pct=300", "adaptive:budget_us=40",
+					     "adaptive:lambda_pct=300,budget_us=40" };
+	struct decide_run runs[2 * RTE_DIM(specs)];
+	pthread_t th[RTE_DIM(runs)];
+
+	for (size_t i = 0; i < RTE_DIM(runs); i++) {
+		runs[i].spec = specs[i % RTE_DIM(specs)];
+		CHECK_EQ(pthread_create(&th[i], NULL, decide_on_thread, &runs[i]), 0);
+	}
+	for (size_t i = 0; i < RTE_DIM(runs); i++)
+		CHECK_EQ(pthread_join(th[i], NULL), 0);
+	for (size_t i = 0; i < RTE_DIM(runs); i++) {
+		CHECK_EQ(evd_policy_validate(runs[i].spec), 0);
+		CHECK_EQ(runs[i].hash, decisions_of(runs[i].spec));
+	}
+}
+
+/* Bytes malloc holds (chunks in use, mmapped ones too). */
+static int64_t
+heap_bytes(void)
+{
+	struct mallinfo2 mi = mallinfo2();
+
+	return (int64_t)(mi.uordblks + mi.hblkhd);
+}
+
+/* adaptive's state is at most 16 KB a loop plus 256 bytes a source (the
+ * scale issue's goal), with every slot in use (12 sources named, 8 slots),
+ * the cost tables shared by the instances priced alike left out (the first
+ * instance made them); under a sanitizer's allocator mallinfo2() does not
+ * move and this checks nothing. */
+static void
+test_adaptive_state_bytes(void)
+{
+	struct evd_policy *first, *p;
+	uint64_t now = 1000000000ull;
+	int64_t b0, bytes;
+
+	CHECK_EQ(evd_policy_create("adaptive", &first), 0);
+	b0 = heap_bytes();
+	CHECK_EQ(evd_policy_create("adaptive", &p), 0);
+	for (uint32_t i = 0; i < 1000; i++) {
+		now += 20000;
+		evd_policy_source_events(p, now, i % 12, 1);
+		evd_policy_events(p, now, 1);
+	}
+	bytes = heap_bytes() - b0;
+	printf("  adaptive's state, 12 sources: %" PRId64 " bytes\n", bytes);
+	CHECK(bytes <= 16384 + 12 * 256);
+	evd_policy_destroy(p);
+	evd_policy_destroy(first);
+}
+
 /* Give the process's policies an environment (before any is created): B,
  * then L after 10 us, 100 us, 1 ms and 10 ms. */
 static void
@@ -1780,5 +1888,7 @@ main(int argc, char **argv)
 	TEST(test_loop_nap);
 	TEST(test_calibration);
 	TEST(test_user_policy);
+	TEST(test_adaptive_shared_tables);
+	TEST(test_adaptive_state_bytes);
 	return 0;
 }

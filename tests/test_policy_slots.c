@@ -11,13 +11,34 @@
  * the gap; the next round serves a ninth source, 8. It must not take the
  * last one's slot, and the gap's sample (the last one's) must not be
  * counted in source 8's histograms. Each of the 8 is the last in turn: one
- * of them sits in the tie's first slot.
+ * of them sits in the tie's first slot. And a source that finds no memory
+ * for a new slot's histograms (realloc made to fail) still gets a slot.
  * (evd__adaptive_source_weight: internal, this test links the static
  * library.)
  */
+#include <dlfcn.h>
+
 #include <evd_private.h>
 
 #include "evd_test.h"
+
+static bool fail_realloc; /* the next realloc fails (once) */
+
+/* realloc, made to fail on purpose: adaptive grows its histograms with it
+ * when a source takes a slot never used before */
+void *
+realloc(void *ptr, size_t size)
+{
+	static void *(*next)(void *, size_t);
+
+	if (fail_realloc) {
+		fail_realloc = false;
+		return NULL;
+	}
+	if (next == NULL)
+		next = (void *(*)(void *, size_t))dlsym(RTLD_NEXT, "realloc");
+	return next(ptr, size);
+}
 
 static void
 round_of(struct evd_policy *p, uint64_t now, const uint32_t *ids, int n)
@@ -63,6 +84,35 @@ scenario(uint32_t last)
 	evd_policy_destroy(p);
 }
 
+/* A source that finds no memory for a new slot's histograms takes the
+ * least recent slot in use (here the loop's own, slot 0), as when all are
+ * taken; the next one, with memory, gets a new slot. */
+static void
+no_memory_for_a_slot(void)
+{
+	static const uint32_t ids[] = { 0, 1, 2, 3 };
+	struct evd_policy *p;
+	uint64_t now = 1000000;
+	double w;
+
+	CHECK_EQ(evd_policy_create("adaptive", &p), 0);
+	round_of(p, now, &ids[0], 1);
+	now += 50000;
+	round_of(p, now, &ids[1], 1); /* source 1 begins the gap: its slot is kept */
+	now += 50000;
+	fail_realloc = true;
+	round_of(p, now, &ids[2], 1);
+	CHECK(!fail_realloc); /* the new slot was refused */
+	for (uint32_t id = 0; id < 3; id++)
+		CHECK_EQ(evd__adaptive_source_weight(p, id, &w), 0);
+	CHECK_EQ(evd__adaptive_source_weight(p, UINT32_MAX, &w), -ENOENT);
+	now += 50000;
+	round_of(p, now, &ids[3], 1);
+	for (uint32_t id = 0; id < 4; id++)
+		CHECK_EQ(evd__adaptive_source_weight(p, id, &w), 0);
+	evd_policy_destroy(p);
+}
+
 int
 main(void)
 {
@@ -78,5 +128,6 @@ main(void)
 	 * as the one served last */
 	for (uint32_t last = 0; last < 8; last++)
 		scenario(last);
+	no_memory_for_a_slot();
 	return 0;
 }

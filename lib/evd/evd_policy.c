@@ -194,8 +194,42 @@ struct guard_try {
 	double bs; /* a sleep under the bound that a notification ends: its CPU */
 };
 
+/*
+ * The cost model's tables, per threshold j (edge j; 0: sleep at once;
+ * GAP_BINS: never) and gap bin i, so that an update is sums only. They
+ * depend on the calibration and the prices alone, so the loops priced alike
+ * share one set, made once and read-only (tables_get; 48 KB, against a
+ * loop's 4 KB: doc/guides/policies.md, "Adaptive's state").
+ */
+struct adaptive_tables {
+	double lambda, lat_budget_ns; /* the prices they were made with */
+	double cost[GAP_BINS + 1][GAP_BINS];
+	double cost_cold[GAP_BINS + 1][GAP_BINS]; /* with a window: the sleep's wake cold */
+	float past[GAP_BINS + 1][GAP_BINS]; /* with a window: bin_past() */
+	uint64_t t_ns[GAP_BINS + 1];
+	double bv[GAP_BINS];          /* bin_value(i) */
+	int bcls[GAP_BINS];           /* gap_context(bin_value(i)) */
+	double td[GAP_BINS + 1];      /* t_ns[j] as a double */
+};
+
+/*
+ * Superposition (loops of several sources): each source's own gaps, from
+ * one round that served it to the next, decayed with the rest; at each
+ * update their survival P(own gap >= edge k); per slot that began a gap,
+ * the cost each rule's threshold would have had on the idle gaps it began
+ * (0: the context's, 1: the superposition's). Made when the loop names its
+ * first source, so that a loop of one source does not hold it.
+ */
+struct adaptive_sources {
+	float hs[PW_SLOTS][GAP_BINS];
+	float surv[PW_SLOTS][GAP_BINS + 1];
+	double rule_cost[PW_SLOTS][2];
+};
+
 struct adaptive {
 	const struct evd_policy_env *env;
+	const struct adaptive_tables *tab; /* shared, or own_tab */
+	struct adaptive_tables *own_tab;   /* not shared: this instance's, freed with it */
 	double log_at[EVD_ENV_WAKE_POINTS]; /* log of env->wake_at_ns: wake_lat reads it */
 	double lambda;
 	uint64_t cap_ns;      /* spin_max_us, or UINT64_MAX */
@@ -214,8 +248,9 @@ struct adaptive {
 	/* learn=0: the calibrated ski-rental rule */
 	uint64_t budget_ns, spin_ns, pause_ns;
 	/* learning: one histogram per context (the length of the previous gap),
-	 * since gaps come in runs (bursts, then silence) */
-	double w[CONTEXTS][GAP_BINS];
+	 * since gaps come in runs (bursts, then silence): n_ctx_used of them,
+	 * GAP_CONTEXTS per slot in use, grown as sources take slots (w_room) */
+	float (*w)[GAP_BINS];
 	uint64_t samples;
 	uint64_t last_event_ns;
 	int ctx;                      /* the context of the gap under way */
@@ -240,7 +275,7 @@ struct adaptive {
 	bool cold_gap;                /* the gap under way began cold: the cold rules */
 	uint64_t asked_ns;            /* the last sleep's or nap's bound (0: none) */
 	double pen[GAP_CONTEXTS];     /* per class of a gap: what starting it cold adds */
-	double cdf[GAP_CONTEXTS][GAP_BINS]; /* per class: P(the gap after one of it < bin i's top) */
+	double (*cdf)[GAP_BINS];      /* with a window: per class, P(next gap < bin i's top) */
 	uint64_t ctx_threshold_cold[CONTEXTS]; /* the contexts' rules for a cold start */
 	uint64_t ctx_guard_cold[CONTEXTS], ctx_guard_span_cold[CONTEXTS];
 	uint64_t pooled_cold_ns, pooled_guard_cold, pooled_guard_span_cold;
@@ -258,28 +293,13 @@ struct adaptive {
 	uint32_t n_ctx_used;          /* contexts in use: GAP_CONTEXTS x (highest slot + 1) */
 	uint32_t pw_active;           /* slots with a pre-wake set */
 	struct pw_slot pw[PW_SLOTS];  /* per source (slot 0 only: the loop as one source) */
-	/* superposition (loops of several sources): each source's own gaps,
-	 * from one round that served it to the next, decayed with the rest;
-	 * at each update their survival P(own gap >= edge k); per slot that
-	 * began a gap, the cost each rule's threshold would have had on the
-	 * idle gaps it began (0: the context's, 1: the superposition's) */
-	double hs[PW_SLOTS][GAP_BINS];
-	double surv[PW_SLOTS][GAP_BINS + 1];
+	struct adaptive_sources *src; /* loops of several sources: from the first source named */
+	bool alone;                   /* no memory for src: the loop is learned as one source */
 	uint32_t sup_mask;            /* slots in the superposition (at least 2, else 0) */
-	double rule_cost[PW_SLOTS][2];
 	uint64_t gap_t[2];            /* the gap under way: both rules' thresholds... */
 	uint32_t gap_slot;            /* ...the slot that began it... */
 	bool gap_scored;              /* ...and whether it was idle (both are scored) */
 	uint64_t sup_gaps;            /* idle gaps on the superposition's threshold */
-	/* cost[j][i]: the cost of threshold j (edge j; 0: sleep at once; GAP_BINS:
-	 * never) for a gap in bin i; computed once, so an update is sums only */
-	double cost[GAP_BINS + 1][GAP_BINS];
-	double cost_cold[GAP_BINS + 1][GAP_BINS]; /* with a window: the sleep's wake cold */
-	float past[GAP_BINS + 1][GAP_BINS]; /* with a window: bin_past() */
-	uint64_t t_ns[GAP_BINS + 1];
-	double bv[GAP_BINS];          /* bin_value(i) */
-	int bcls[GAP_BINS];           /* gap_context(bin_value(i)) */
-	double td[GAP_BINS + 1];      /* t_ns[j] as a double */
 	/* the bounds guard_pick weighs (W first), taken once: they depend on
 	 * the environment and the knobs only; gtry_ok: one timeout or more */
 	struct guard_try gtry[GUARD_TRIES];
@@ -492,13 +512,12 @@ priced_wake_share(const struct adaptive *a, double s, double past, bool prev_col
 	return (1 - past) * priced(a, prev_cold ? lc : l) + past * priced(a, lc);
 }
 
-/* The model's cost of a gap of bin i that starts warm under threshold t,
- * with a window: the bin's share that sleeps past W wakes cold (*past). */
+/* The model's cost of a gap of bin i (@p g, its middle) that starts warm
+ * under threshold t, with a window: the bin's share that sleeps past W
+ * wakes cold (*past). */
 static double
-bin_cost_warm(const struct adaptive *a, int i, double t, double *past)
+bin_cost_warm(const struct adaptive *a, int i, double g, double t, double *past)
 {
-	double g = a->bv[i];
-
 	*past = bin_past(a, i, t);
 	if (g <= t)
 		return g;
@@ -506,31 +525,81 @@ bin_cost_warm(const struct adaptive *a, int i, double t, double *past)
 	       a->lambda * priced_wake_share(a, g - t, *past, false);
 }
 
-/* The cost table of the model: per threshold and gap bin. */
+/* The cost tables of the model, for @p a's environment and prices. */
 static void
-cost_table(struct adaptive *a)
+cost_table(const struct adaptive *a, struct adaptive_tables *tb)
 {
+	tb->lambda = a->lambda;
+	tb->lat_budget_ns = a->lat_budget_ns;
 	for (int i = 0; i < GAP_BINS; i++) {
-		a->bv[i] = bin_value(i);
-		a->bcls[i] = gap_context((uint64_t)a->bv[i]);
+		tb->bv[i] = bin_value(i);
+		tb->bcls[i] = gap_context((uint64_t)tb->bv[i]);
 	}
 	for (int j = 0; j <= GAP_BINS; j++) {
 		double t = j == 0 ? 0 : j == GAP_BINS ? INFINITY : bin_edge(j);
 
-		a->t_ns[j] = j == GAP_BINS ? UINT64_MAX : (uint64_t)t;
-		a->td[j] = (double)a->t_ns[j];
+		tb->t_ns[j] = j == GAP_BINS ? UINT64_MAX : (uint64_t)t;
+		tb->td[j] = (double)tb->t_ns[j];
 		for (int i = 0; i < GAP_BINS; i++) {
 			double past;
 
 			if (!a->window) {
-				a->cost[j][i] = model_cost(a, a->bv[i], t);
+				tb->cost[j][i] = model_cost(a, tb->bv[i], t);
 				continue;
 			}
-			a->cost[j][i] = bin_cost_warm(a, i, t, &past);
-			a->past[j][i] = (float)past;
-			a->cost_cold[j][i] = model_cost_at(a, a->bv[i], t, true);
+			tb->cost[j][i] = bin_cost_warm(a, i, tb->bv[i], t, &past);
+			tb->past[j][i] = (float)past;
+			tb->cost_cold[j][i] = model_cost_at(a, tb->bv[i], t, true);
 		}
 	}
+}
+
+static struct adaptive_tables *
+tables_make(const struct adaptive *a)
+{
+	struct adaptive_tables *tb = calloc(1, sizeof(*tb));
+
+	if (tb != NULL)
+		cost_table(a, tb);
+	return tb;
+}
+
+/* Sets of tables shared: one per pair of prices in use, up to this many. */
+#define SHARED_TABLES 8
+static pthread_mutex_t tables_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct adaptive_tables *shared_tables[SHARED_TABLES]; /* under tables_lock */
+
+/* The tables for @p a's prices. On the process's environment (measured or
+ * given, fixed from then on) the instances priced alike share a set, made
+ * by the first and kept for the process, since loops come and go on any
+ * thread; past SHARED_TABLES sets of prices, or on another environment (a
+ * spec validated without calibrating), the instance gets its own, in
+ * *own, freed with it. NULL: no memory. */
+static const struct adaptive_tables *
+tables_get(const struct adaptive *a, struct adaptive_tables **own)
+{
+	struct adaptive_tables *tb = NULL;
+	int k = SHARED_TABLES;
+
+	*own = NULL;
+	if (a->env == evd_policy_env_peek(NULL)) {
+		pthread_mutex_lock(&tables_lock);
+		for (k = 0; k < SHARED_TABLES && shared_tables[k] != NULL; k++)
+			if (shared_tables[k]->lambda == a->lambda &&
+			    shared_tables[k]->lat_budget_ns == a->lat_budget_ns)
+				break;
+		if (k < SHARED_TABLES) {
+			if (shared_tables[k] == NULL)
+				shared_tables[k] = tables_make(a);
+			tb = shared_tables[k];
+		}
+		pthread_mutex_unlock(&tables_lock);
+	}
+	if (k == SHARED_TABLES) {
+		tb = tables_make(a);
+		*own = tb;
+	}
+	return tb;
 }
 
 /* The threshold with the least expected cost over a histogram, for a gap
@@ -543,6 +612,7 @@ static uint64_t
 best_thresholds(const struct adaptive *a, const double *w, uint64_t *cold_t, double *least_w,
 		double *least_c)
 {
+	const struct adaptive_tables *tb = a->tab;
 	double best = INFINITY, best_c = INFINITY;
 	uint64_t best_t = 0, best_tc = 0;
 	int nz[GAP_BINS] = { 0 }, n = 0, last = 0;
@@ -555,30 +625,31 @@ best_thresholds(const struct adaptive *a, const double *w, uint64_t *cold_t, dou
 			nz[n++] = i;
 			last = i + 1;
 		}
-	for (int j = 0; j <= last && a->t_ns[j] <= a->cap_ns; j++) {
+	for (int j = 0; j <= last && tb->t_ns[j] <= a->cap_ns; j++) {
 		double cost = 0;
 
 		if (!a->win_live) {
 			for (int k = 0; k < n; k++)
-				cost += w[nz[k]] * a->cost[j][nz[k]];
+				cost += w[nz[k]] * tb->cost[j][nz[k]];
 		} else {
 			double cost_c = 0;
 
 			for (int k = 0; k < n; k++) {
 				int i = nz[k];
-				double pen = a->pen[a->bcls[i]], past = a->past[j][i];
+				double pen = a->pen[tb->bcls[i]], past = tb->past[j][i];
 
-				cost += w[i] * (a->cost[j][i] + past * pen);
-				cost_c += w[i] * (a->cost_cold[j][i] + (a->bv[i] <= a->td[j] ? pen : past * pen));
+				cost += w[i] * (tb->cost[j][i] + past * pen);
+				cost_c += w[i] * (tb->cost_cold[j][i] +
+						  (tb->bv[i] <= tb->td[j] ? pen : past * pen));
 			}
 			if (cost_c < best_c) {
 				best_c = cost_c;
-				best_tc = a->t_ns[j];
+				best_tc = tb->t_ns[j];
 			}
 		}
 		if (cost < best) {
 			best = cost;
-			best_t = a->t_ns[j];
+			best_t = tb->t_ns[j];
 		}
 	}
 	if (least_w != NULL)
@@ -597,17 +668,18 @@ best_threshold(const struct adaptive *a, const double *w)
 }
 
 /* P(gap >= y) for one source's own gaps, from its survival table (each
- * bin's weight spread evenly over the bin; the last bin is open). */
+ * bin's weight spread evenly over the bin, whose edges are @p t_ns; the
+ * last bin is open). */
 static double
-surv_at(const struct adaptive *a, const double *sv, uint64_t y)
+surv_at(const uint64_t *t_ns, const float *sv, uint64_t y)
 {
 	int k = gap_bin(y);
 	double lo, hi;
 
 	if (k == GAP_BINS - 1)
 		return sv[k];
-	lo = (double)a->t_ns[k]; /* t_ns[0] is 0: bin 0 starts there */
-	hi = (double)a->t_ns[k + 1];
+	lo = (double)t_ns[k]; /* t_ns[0] is 0: bin 0 starts there */
+	hi = (double)t_ns[k + 1];
 	return sv[k] - (sv[k] - sv[k + 1]) * ((double)y - lo) / (hi - lo);
 }
 
@@ -620,6 +692,8 @@ surv_at(const struct adaptive *a, const double *sv, uint64_t y)
 static uint64_t
 sup_threshold(const struct adaptive *a, uint64_t start)
 {
+	const uint64_t *t_ns = a->tab->t_ns;
+	const struct adaptive_sources *src = a->src;
 	double p[GAP_BINS], s0[PW_SLOTS], s_prev = 1.0;
 	uint64_t age[PW_SLOTS];
 	uint32_t in = 0;
@@ -627,7 +701,7 @@ sup_threshold(const struct adaptive *a, uint64_t start)
 	for (int s = 0; s < PW_SLOTS; s++)
 		if (a->sup_mask & (1u << s)) {
 			age[s] = start > a->pw[s].last_ns ? start - a->pw[s].last_ns : 0;
-			s0[s] = surv_at(a, a->surv[s], age[s]);
+			s0[s] = surv_at(t_ns, src->surv[s], age[s]);
 			if (s0[s] > 1e-9)
 				in |= 1u << s;
 		}
@@ -636,7 +710,7 @@ sup_threshold(const struct adaptive *a, uint64_t start)
 
 		for (int s = 0; s < PW_SLOTS; s++)
 			if (in & (1u << s))
-				sx *= surv_at(a, a->surv[s], age[s] + a->t_ns[i + 1]) / s0[s];
+				sx *= surv_at(t_ns, src->surv[s], age[s] + t_ns[i + 1]) / s0[s];
 		/* what is left in a bin after rounding is dropped */
 		p[i] = s_prev - sx > 1e-6 ? s_prev - sx : 0;
 		s_prev = sx;
@@ -664,28 +738,30 @@ sup_set(struct adaptive *a, uint32_t mask)
 static void
 sup_learn(struct adaptive *a, bool decay)
 {
+	struct adaptive_sources *src = a->src;
 	uint32_t mask = 0;
 
-	for (int s = 0; s < PW_SLOTS; s++) {
+	/* (a loop that has named no source has no own gaps to learn or age) */
+	for (int s = 0; src != NULL && s < PW_SLOTS; s++) {
 		double tot = 0;
 
 		for (int i = 0; i < GAP_BINS; i++)
-			tot += a->hs[s][i];
+			tot += src->hs[s][i];
 		if (a->per_source && a->pw[s].used && a->pw[s].id != UINT32_MAX && tot >= YOUNG) {
 			double acc = 0;
 
-			a->surv[s][GAP_BINS] = 0;
+			src->surv[s][GAP_BINS] = 0;
 			for (int i = GAP_BINS - 1; i >= 0; i--) {
-				acc += a->hs[s][i];
-				a->surv[s][i] = acc / tot;
+				acc += src->hs[s][i];
+				src->surv[s][i] = acc / tot;
 			}
 			mask |= 1u << s;
 		}
 		for (int i = 0; decay && i < GAP_BINS; i++)
-			a->hs[s][i] = halve(a->hs[s][i]);
+			src->hs[s][i] = halve(src->hs[s][i]);
 		if (decay) {
-			a->rule_cost[s][0] = halve(a->rule_cost[s][0]);
-			a->rule_cost[s][1] = halve(a->rule_cost[s][1]);
+			src->rule_cost[s][0] = halve(src->rule_cost[s][0]);
+			src->rule_cost[s][1] = halve(src->rule_cost[s][1]);
 		}
 	}
 	sup_set(a, mask);
@@ -720,7 +796,7 @@ sup_choose(struct adaptive *a)
 	a->gap_slot = s;
 	a->gap_scored = true;
 	a->next_check = 0; /* adaptive_update scores both at the gap's end */
-	if (a->rule_cost[s][1] < a->rule_cost[s][0]) {
+	if (a->src->rule_cost[s][1] < a->src->rule_cost[s][0]) {
 		a->threshold_ns = a->gap_t[1];
 		a->sup_gaps++;
 	}
@@ -776,9 +852,9 @@ static double
 guard_cost(const struct adaptive *a, int i, double t, const struct guard_try *b, double none,
 	   bool cold)
 {
-	double g = a->bv[i];
+	double g = a->tab->bv[i];
 	double s = g - t, k = floor(s / b->cycle), r, w = (double)a->env->window_ns;
-	double B = (double)a->env->sleep_wake_ns, pen = a->window ? a->pen[a->bcls[i]] : 0;
+	double B = (double)a->env->sleep_wake_ns, pen = a->window ? a->pen[a->tab->bcls[i]] : 0;
 	double bs = b->bs; /* a notified sleep under the bound: its timer's CPU too */
 
 	if (s <= b->G)
@@ -861,7 +937,7 @@ guard_pick(const struct adaptive *a, const double *w, uint64_t thr, bool cold, u
 		/* a bin halved to under 1 % of a gap weighs nothing here (the
 		 * halving empties one only after about 100 halvings): not worth
 		 * a wake latency's log */
-		if (w[i] < 0.01 || (g = a->bv[i]) <= t || (!a->c_known && g <= t + b[0]->G))
+		if (w[i] < 0.01 || (g = a->tab->bv[i]) <= t || (!a->c_known && g <= t + b[0]->G))
 			continue;
 		if (!a->window) {
 			none = model_cost_at(a, g, t, cold);
@@ -872,9 +948,9 @@ guard_pick(const struct adaptive *a, const double *w, uint64_t thr, bool cold, u
 				none = model_cost_at(a, g, t, true);
 				past = bin_past(a, i, t);
 			} else {
-				none = bin_cost_warm(a, i, t, &past);
+				none = bin_cost_warm(a, i, g, t, &past);
 			}
-			none += past * a->pen[a->bcls[i]];
+			none += past * a->pen[a->tab->bcls[i]];
 		}
 		cost[0] += w[i] * none;
 		for (int k = 0; k < nb; k++)
@@ -921,12 +997,14 @@ window_learn(struct adaptive *a, double cls[][GAP_BINS])
 	memcpy(a->pen, pen, sizeof(pen));
 }
 
-/* A context's guards (warm and, with a window, cold), its own or the
- * pooled ones. */
+/* A context's guards (warm and, with a window, cold): its own from its
+ * histogram @p w, or the pooled ones (@p w NULL). */
 static void
-ctx_guards(struct adaptive *a, uint32_t c, bool own)
+ctx_guards(struct adaptive *a, uint32_t c, const double *w)
 {
-	a->ctx_guard[c] = own ? guard_pick(a, a->w[c], a->ctx_threshold[c], false,
+	bool own = w != NULL;
+
+	a->ctx_guard[c] = own ? guard_pick(a, w, a->ctx_threshold[c], false,
 					   &a->ctx_guard_span[c])
 			      : a->pooled_guard;
 	if (!own)
@@ -936,7 +1014,7 @@ ctx_guards(struct adaptive *a, uint32_t c, bool own)
 		a->ctx_guard_span_cold[c] = a->ctx_guard_span[c];
 		return;
 	}
-	a->ctx_guard_cold[c] = own ? guard_pick(a, a->w[c], a->ctx_threshold_cold[c], true,
+	a->ctx_guard_cold[c] = own ? guard_pick(a, w, a->ctx_threshold_cold[c], true,
 						&a->ctx_guard_span_cold[c])
 				   : a->pooled_guard_cold;
 	if (!own)
@@ -968,8 +1046,8 @@ guard_reach(const struct adaptive *a, const double *w, uint64_t t)
 	edge = (double)t + (double)a->guard_ns;
 	for (int i = 0; i < GAP_BINS; i++) {
 		tot += w[i];
-		sleeps += a->bv[i] > (double)t ? w[i] : 0;
-		cut += a->bv[i] > edge ? w[i] : 0;
+		sleeps += a->tab->bv[i] > (double)t ? w[i] : 0;
+		cut += a->tab->bv[i] > edge ? w[i] : 0;
 	}
 	if (tot <= 0 || cost <= 0) /* nothing learned yet, or a timer that costs nothing */
 		return true;
@@ -1007,8 +1085,8 @@ learn_threshold(struct adaptive *a, bool decay)
 		double tot = 0, lng = 0;
 
 		for (int i = 0; i < GAP_BINS; i++) {
-			tot += a->bv[i] >= 4000 ? all[i] : 0;
-			lng += a->bv[i] > (double)a->env->window_ns ? all[i] : 0;
+			tot += a->tab->bv[i] >= 4000 ? all[i] : 0;
+			lng += a->tab->bv[i] > (double)a->env->window_ns ? all[i] : 0;
 		}
 		a->win_live = lng > 0.01 * tot;
 	}
@@ -1028,9 +1106,12 @@ learn_threshold(struct adaptive *a, bool decay)
 	}
 	for (uint32_t c = 0; c < a->n_ctx_used; c++) {
 		bool own = n[c] >= YOUNG;
+		double wc[GAP_BINS]; /* the sums are in double, the histograms float */
 
+		for (int i = 0; i < GAP_BINS; i++)
+			wc[i] = a->w[c][i];
 		if (own) {
-			a->ctx_threshold[c] = best_thresholds(a, a->w[c], &a->ctx_threshold_cold[c],
+			a->ctx_threshold[c] = best_thresholds(a, wc, &a->ctx_threshold_cold[c],
 							      NULL, NULL);
 		} else {
 			a->ctx_threshold[c] = a->pooled_ns;
@@ -1038,9 +1119,9 @@ learn_threshold(struct adaptive *a, bool decay)
 		}
 		a->ctx_own = own ? a->ctx_own | 1u << c : a->ctx_own & ~(1u << c);
 		if (a->guard_auto) {
-			ctx_guards(a, c, own);
+			ctx_guards(a, c, own ? wc : NULL);
 		} else if (a->guard_ns <= a->env->window_ns) {
-			bool reach = own ? guard_reach(a, a->w[c], a->ctx_threshold[c])
+			bool reach = own ? guard_reach(a, wc, a->ctx_threshold[c])
 					 : guard_reach(a, all, a->pooled_ns);
 
 			a->guard_off = reach ? a->guard_off & ~(1u << c) : a->guard_off | 1u << c;
@@ -1107,6 +1188,20 @@ unused_key(const struct evd_policy_param *p, unsigned int n, bool learn)
 	return 0;
 }
 
+static void
+adaptive_destroy(void *st)
+{
+	struct adaptive *a = st;
+
+	if (a == NULL)
+		return;
+	free(a->w);
+	free(a->cdf);
+	free(a->src);
+	free(a->own_tab);
+	free(a);
+}
+
 static int
 adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct evd_policy_env *env,
 		void **state)
@@ -1156,6 +1251,14 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 	a->lambda = (double)lambda_pct / 100.0;
 	a->cap_ns = spin_max_us != UINT64_MAX ? spin_max_us * 1000 : UINT64_MAX;
 	a->lat_budget_ns = (double)budget_us * 1000;
+	a->tab = tables_get(a, &a->own_tab); /* (the environment and prices set above) */
+	a->w = calloc(GAP_CONTEXTS, sizeof(*a->w)); /* slot 0's: the loop as its one source */
+	if (a->window)
+		a->cdf = calloc(GAP_CONTEXTS, sizeof(*a->cdf));
+	if (a->tab == NULL || a->w == NULL || (a->window && a->cdf == NULL)) {
+		adaptive_destroy(a);
+		return -ENOMEM;
+	}
 	/* as pre-wake and the guard: latency priced (lambda_pct=0: none is) */
 	a->lock_in_pays = a->lambda * priced(a, evd_policy_env_wake_ns(env, env->sleep_wake_ns)) > 0;
 	/* bounded: a given environment may hold any B and L, lambda_pct goes to 10^6 */
@@ -1193,7 +1296,6 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 	a->last_event_ns = UINT64_MAX;
 	a->last_gap_ns = UINT64_MAX;
 	a->n_ctx_used = GAP_CONTEXTS; /* slot 0: the loop as its one source */
-	cost_table(a);
 	young_threshold(a);
 	EVD_LOG(DEBUG, "policy adaptive: %s, B %" PRIu64 " ns, lambda %.2f, cap %" PRIu64 " ns, "
 		"latency budget %.0f ns, nap %" PRIu64 " ns", a->learn ? "learning" : "fixed budget",
@@ -1202,11 +1304,6 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 	return 0;
 }
 
-static void
-adaptive_destroy(void *st)
-{
-	free(st);
-}
 
 /* The bound on a sleep (UINT64_MAX: none): guard_ns while the last
  * completion is less than guard_for_ns old (GUARD_WINDOW_NS unless given),
@@ -1353,8 +1450,26 @@ prewake_learn(struct adaptive *a, struct pw_slot *sl, uint64_t now, uint64_t g)
 	a->pw_active += (sl->wake_at != 0) - was;
 }
 
+/* Rows in w for the contexts of @p slot, a slot not yet used: slots are
+ * taken in order, so they are the next GAP_CONTEXTS rows. False: no memory. */
+static bool
+w_room(struct adaptive *a, uint32_t slot)
+{
+	uint32_t rows = GAP_CONTEXTS * (slot + 1);
+	float (*w)[GAP_BINS];
+
+	if (rows <= a->n_ctx_used)
+		return true;
+	w = realloc(a->w, rows * sizeof(*w));
+	if (w == NULL)
+		return false;
+	a->w = w;
+	return true;
+}
+
 /* The slot of a source: its own, or a free one, or the least recent (whose
- * pre-wake and gap histograms start again). */
+ * pre-wake and gap histograms start again); NULL where a free one has no
+ * memory for its histograms and no other can be taken. */
 static struct pw_slot *
 pw_slot_of(struct adaptive *a, uint32_t id)
 {
@@ -1376,13 +1491,26 @@ pw_slot_of(struct adaptive *a, uint32_t id)
 		if (oldest == NULL || (oldest->used && (!sl->used || sl->last_ns < oldest->last_ns)))
 			oldest = sl; /* the first free slot, else the least recent */
 	}
+	if (!oldest->used && !w_room(a, (uint32_t)(oldest - a->pw))) {
+		/* no memory for a new slot: the least recent goes, as when all are used */
+		oldest = NULL;
+		for (int i = 0; i < PW_SLOTS; i++) {
+			struct pw_slot *sl = &a->pw[i];
+
+			if (sl->used && (uint32_t)i != running &&
+			    (oldest == NULL || sl->last_ns < oldest->last_ns))
+				oldest = sl;
+		}
+		if (oldest == NULL)
+			return NULL;
+	}
 	a->pw_active -= oldest->wake_at != 0;
 	memset(oldest, 0, sizeof(*oldest));
 	oldest->used = true;
 	oldest->id = id;
 	slot = (uint32_t)(oldest - a->pw);
-	memset(a->hs[slot], 0, sizeof(a->hs[slot]));
-	a->rule_cost[slot][0] = a->rule_cost[slot][1] = 0;
+	memset(a->src->hs[slot], 0, sizeof(a->src->hs[slot]));
+	a->src->rule_cost[slot][0] = a->src->rule_cost[slot][1] = 0;
 	sup_set(a, a->sup_mask & ~(1u << slot)); /* no longer a source it knows */
 	if (a->gap_scored && a->gap_slot == slot)
 		a->gap_scored = false; /* the gap its old source began: nobody's now */
@@ -1392,7 +1520,7 @@ pw_slot_of(struct adaptive *a, uint32_t id)
 		a->ctx_threshold[c] = a->pooled_ns; /* young: what all sources teach */
 		a->ctx_threshold_cold[c] = a->pooled_cold_ns;
 		if (a->guard_auto)
-			ctx_guards(a, c, false); /* (not the bounds its old source taught) */
+			ctx_guards(a, c, NULL); /* (not the bounds its old source taught) */
 		a->ctx_own &= ~(1u << c);
 	}
 	a->n_ctx_used = RTE_MAX(a->n_ctx_used, c0 + GAP_CONTEXTS);
@@ -1488,6 +1616,24 @@ prewake_source(struct adaptive *a, struct pw_slot *sl, uint64_t now)
 	sl->last_ns = now;
 }
 
+/* The loop named its first source: the state of several sources, once.
+ * False: no memory (logged; the loop's gaps are then learned as one
+ * source's, as before it named one). */
+static bool __attribute__((noinline, cold))
+sources_start(struct adaptive *a)
+{
+	if (a->alone)
+		return false;
+	a->src = calloc(1, sizeof(*a->src));
+	if (a->src == NULL) {
+		a->alone = true;
+		EVD_LOG(WARNING, "policy adaptive: no memory to follow the loop's sources: their "
+			"gaps are learned as one source's");
+		return false;
+	}
+	return true;
+}
+
 static void
 adaptive_source_events(void *st, uint64_t now, uint32_t id, uint32_t n)
 {
@@ -1495,14 +1641,16 @@ adaptive_source_events(void *st, uint64_t now, uint32_t id, uint32_t n)
 	struct pw_slot *sl;
 
 	RTE_SET_USED(n);
-	if (!a->learn)
+	if (!a->learn || (unlikely(a->src == NULL) && !sources_start(a)))
 		return;
 	a->per_source = true;
 	sl = pw_slot_of(a, id);
+	if (sl == NULL)
+		return; /* no memory for its histograms: not followed */
 	if (sl->last_ns != 0 && now >= sl->last_ns) { /* its own gap (superposition) */
 		uint32_t s = (uint32_t)(sl - a->pw);
 
-		a->hs[s][gap_bin(now - sl->last_ns)] += 1.0;
+		a->src->hs[s][gap_bin(now - sl->last_ns)] += 1.0;
 	}
 	/* the gap that ends at the next completion is learned in this
 	 * source's contexts (a round that served several: the last one) */
@@ -1539,8 +1687,8 @@ adaptive_update(struct adaptive *a)
 		 * (--score) starts the next gap at the arrival: no such lean. */
 		double g = (double)a->last_gap_ns;
 
-		a->rule_cost[a->gap_slot][0] += model_cost(a, g, (double)a->gap_t[0]);
-		a->rule_cost[a->gap_slot][1] += model_cost(a, g, (double)a->gap_t[1]);
+		a->src->rule_cost[a->gap_slot][0] += model_cost(a, g, (double)a->gap_t[0]);
+		a->src->rule_cost[a->gap_slot][1] += model_cost(a, g, (double)a->gap_t[1]);
 		a->gap_scored = false;
 		if (a->samples >= YOUNG && a->idle_left != 0 && a->samples < a->next_decay) {
 			a->next_check = a->next_decay; /* nothing else is due */
