@@ -233,9 +233,14 @@ after_sleep(struct evd_loop *loop, enum evd_wake_reason why, uint64_t now)
 
 	if ((why != EVD_WAKE_TIMEOUT || loop->n_device == 0) && loop->n_owed == 0)
 		return 0;
-	for (uint32_t i = 0; i < loop->n_src; i++) {
-		struct evd_source *s = loop->src[i];
+	/* from the end: a device unwatched by its poll leaves the list, and
+	 * the one moved into its place was walked already */
+	for (uint32_t i = loop->n_device; i-- > 0;) {
+		struct evd_source *s;
 
+		if (i >= loop->n_device)
+			continue;
+		s = loop->dev[i];
 		if (s->owed_since_ns != 0) {
 			owed_judge(loop, s, now);
 		} else if (why == EVD_WAKE_TIMEOUT && s->armed == EVD_ARM_ONCE && s->has_fd &&

@@ -223,7 +223,8 @@ struct evd_loop {
 	uint32_t n_woke;
 	struct evd_source **fresh; /* armed by the last arm pass (re-polled) */
 	uint32_t n_watched;        /* fd sources armed (once or level): a look needs epoll */
-	uint32_t n_device;         /* fd sources with an arm op: a timeout polls them */
+	struct evd_source **dev;   /* fd sources with an arm op: a timeout polls them */
+	uint32_t n_device;
 	uint32_t n_owed;           /* sources with owed_since_ns set */
 	uint32_t since_look;       /* busy rounds since the last look at epoll */
 	bool look_found;           /* the last look found something: look again */
@@ -343,6 +344,23 @@ evd__act_del(struct evd_loop *loop, struct evd_source *s)
 	loop->act[s->act_pos] = last;
 	last->act_pos = s->act_pos;
 	s->act_pos = EVD__NOT_ACT;
+}
+
+/* The devices' list: a timeout walks it, not the table. */
+static inline void
+evd__dev_add(struct evd_loop *loop, struct evd_source *s)
+{
+	loop->dev[loop->n_device++] = s;
+}
+
+static inline void
+evd__dev_del(struct evd_loop *loop, struct evd_source *s)
+{
+	uint32_t i = 0;
+
+	while (loop->dev[i] != s)
+		i++;
+	loop->dev[i] = loop->dev[--loop->n_device];
 }
 
 static inline void

@@ -149,6 +149,7 @@ evd_loop_destroy(struct evd_loop *loop)
 	evd__free(&mem, loop->act);
 	evd__free(&mem, loop->woke);
 	evd__free(&mem, loop->fresh);
+	evd__free(&mem, loop->dev);
 	evd__free(&mem, loop->keys);
 	evd__free(&mem, loop->fd_key);
 	free(loop->trace);

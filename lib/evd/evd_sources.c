@@ -186,7 +186,7 @@ unwatch(struct evd_loop *loop, struct evd_source *s, const char *why)
 	if (s->has_fd && s->armed)
 		loop->n_watched--;
 	if (s->has_fd && s->ops->arm != NULL)
-		loop->n_device--;
+		evd__dev_del(loop, s);
 	if (s->owed_since_ns != 0)
 		loop->n_owed--;
 	if (!s->has_fd && !s->ops->bell && !s->failed)
@@ -263,6 +263,9 @@ grow(struct evd_loop *loop)
 	ok = ok && (a = evd__realloc(&loop->mem, loop->fresh, cap * sizeof(*a))) != NULL;
 	if (ok)
 		loop->fresh = a;
+	ok = ok && (a = evd__realloc(&loop->mem, loop->dev, cap * sizeof(*a))) != NULL;
+	if (ok)
+		loop->dev = a;
 	evd__registry_lock();
 	a = ok ? evd__realloc(&loop->mem, loop->src, cap * sizeof(*a)) : NULL;
 	if (a != NULL) {
@@ -360,7 +363,7 @@ evd_loop_add(struct evd_loop *loop, struct evd_source *src)
 		loop->n_watched++;
 	} else {
 		if (src->has_fd)
-			loop->n_device++;
+			evd__dev_add(loop, src);
 		evd__act_add(loop, src);
 	}
 	src->loop = loop;
@@ -431,7 +434,7 @@ detach(struct evd_loop *loop, struct evd_source *s)
 			evd__ack_one(loop, s);
 		loop->fd_key[s->notify_fd] = 0;
 		if (s->ops->arm != NULL)
-			loop->n_device--;
+			evd__dev_del(loop, s);
 		if (epoll_ctl(loop->epfd, EPOLL_CTL_DEL, s->notify_fd, NULL) < 0) {
 			EVD_LOG(WARNING, "loop %s: source %s: fd %d was closed while registered "
 				"(EPOLL_CTL_DEL: %s)", loop->name, s->name, s->notify_fd,
