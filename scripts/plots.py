@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
 """Draw the plot that needs every scored trace at once, as SVG, from
-scripts/bench's results (no third-party modules). Timelines of one run
+scripts/bench's runs (no third-party modules). Timelines of one run
 testevd draws itself (--timeline FILE.svg).
 
-  plots.py RESULTS_DIR
+  plots.py RUNS_DIR [OUT_DIR]
 
-writes RESULTS_DIR/cpu-p99.svg: one panel per trace, every policy's CPU
-against its added p99 latency, from score-*.json."""
+writes OUT_DIR/cpu-p99.svg (OUT_DIR: RUNS_DIR where not given): one panel
+per trace, every policy's CPU against its added p99 latency, from
+RUNS_DIR/score-*.json."""
 import glob, json, math, os, sys
 
 COLORS = {"adaptive": "#d62728", "poll": "#7f7f7f", "intr": "#1f77b4", "l3fwd": "#2ca02c",
@@ -24,7 +25,7 @@ def logpos(v, lo, hi, a, b):
     return a + (b - a) * (math.log10(v) - math.log10(lo)) / (math.log10(hi) - math.log10(lo))
 
 
-def cpu_p99(d):
+def cpu_p99(d, outdir):
     files = sorted(glob.glob(os.path.join(d, "score-*.json")))
     if not files:
         return None
@@ -71,18 +72,20 @@ def cpu_p99(d):
                        f'<title>{esc(r["policy"])}: ratio {r["competitive_ratio"]:.3f}, CPU {r["cpu_pct"]:.2f} %, '
                        f'p99 {r["latency_us"]["p99"]:.1f} us</title></circle>')
     out.append("</svg>")
-    path = os.path.join(d, "cpu-p99.svg")
+    path = os.path.join(outdir, "cpu-p99.svg")
     open(path, "w").write("\n".join(out))
     return path
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
+    if len(sys.argv) not in (2, 3) or sys.argv[1] in ("-h", "--help"):
         sys.exit(__doc__)
     d = sys.argv[1]
-    if not os.path.isdir(d):
-        sys.exit(f"plots.py: {d}: not a directory")
-    p = cpu_p99(d)
+    outdir = sys.argv[2] if len(sys.argv) == 3 else d
+    for x in (d, outdir):
+        if not os.path.isdir(x):
+            sys.exit(f"plots.py: {x}: not a directory")
+    p = cpu_p99(d, outdir)
     if p:
         print("wrote", p)
     else:
