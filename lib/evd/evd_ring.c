@@ -43,6 +43,9 @@ struct evd_ring {
 	uint64_t __rte_cache_aligned head; /* producers: next position to claim */
 	uint32_t __rte_cache_aligned armed; /* consumer sets, one producer clears */
 	uint64_t __rte_cache_aligned tail; /* consumer: next position to take */
+	/* &slots[tail & mask], in tail's line: an empty ring's poll reads
+	 * this line and the slot, nothing else of the ring */
+	struct ring_slot *next;
 };
 
 static const struct evd_source_ops ring_ops;
@@ -61,18 +64,17 @@ ring_take(struct evd_ring *r, struct evd_event *out, uint16_t n)
 {
 	/* in registers: the acquire loads below would make the compiler read
 	 * them again for every event */
-	struct ring_slot *const slots = r->slots;
-	const uint32_t mask = r->mask, size = r->size;
+	struct ring_slot *const slots = r->slots, *const wrap = slots + r->size;
+	const uint32_t size = r->size;
 	const uint64_t t0 = r->tail;
 	uint64_t t = t0;
+	struct ring_slot *sl = r->next;
 	struct evd_event *o = out, *const o_end = out + n;
 	uint16_t k;
 
 	/* by runs of slots up to the wrap: pointer walks, no mask per event */
 	while (o < o_end) {
-		struct ring_slot *sl = &slots[t & mask];
-		struct ring_slot *end = sl + RTE_MIN((uint32_t)(o_end - o),
-						     size - (uint32_t)(t & mask));
+		struct ring_slot *end = sl + RTE_MIN((size_t)(o_end - o), (size_t)(wrap - sl));
 
 		for (; sl < end; sl++, t++, o++) {
 			if (__atomic_load_n(&sl->seq, __ATOMIC_ACQUIRE) != t + 1)
@@ -80,14 +82,19 @@ ring_take(struct evd_ring *r, struct evd_event *out, uint16_t n)
 			*o = sl->ev;
 			__atomic_store_n(&sl->seq, t + size, __ATOMIC_RELEASE);
 		}
+		if (sl == wrap)
+			sl = slots;
 	}
 out:
 	k = (uint16_t)(o - out);
-	/* Release: a reader of tail that acquires it sees head at least as
-	 * far (the claims of these events happen before, through seq), as
-	 * evd_ring_count() assumes; relaxed, C11 let it see an older head. */
-	if (k > 0)
+	if (k > 0) {
+		r->next = sl;
+		/* Release: a reader of tail that acquires it sees head at least
+		 * as far (the claims of these events happen before, through
+		 * seq), as evd_ring_count() assumes; relaxed, C11 let it see an
+		 * older head. */
 		__atomic_store_n(&r->tail, t0 + k, __ATOMIC_RELEASE);
+	}
 	return k;
 }
 
@@ -107,11 +114,10 @@ static int
 ring_poll(struct evd_source *s, uint16_t budget)
 {
 	const struct evd_ring *r = to_ring(s);
-	uint64_t t = r->tail;
 
 	/* an empty ring costs a look at one slot, not the burst's stack frame
 	 * (a loop polls thousands of idle rings a round) */
-	if (__atomic_load_n(&r->slots[t & r->mask].seq, __ATOMIC_ACQUIRE) != t + 1)
+	if (__atomic_load_n(&r->next->seq, __ATOMIC_ACQUIRE) != r->tail + 1)
 		return 0;
 	return ring_deliver(s, budget);
 }
@@ -200,6 +206,7 @@ evd_ring_create(const char *name, uint32_t size, evd_handler_t handler, void *ar
 		r->slots[i].seq = i;
 	r->size = sz;
 	r->mask = sz - 1;
+	r->next = r->slots;
 	*out = &r->src;
 	return 0;
 }
