@@ -68,6 +68,106 @@ test_exact_counts_and_reset(void)
 	CHECK_EQ(evd_loop_destroy(loop), 0);
 }
 
+/* A source's polls through the round's list, counted by the pass: one
+ * removed by another's handler before its turn is not polled (nor
+ * counted), one added by a handler is polled in the same pass, and an
+ * armed one's polls stop until its notification. */
+struct churn {
+	struct evd_loop *loop;
+	struct evd_source *victim, *newcomer;
+};
+
+static void
+churn_handler(struct evd_source *s, void *burst, uint16_t n, void *arg)
+{
+	struct churn *c = arg;
+
+	RTE_SET_USED(s);
+	RTE_SET_USED(burst);
+	RTE_SET_USED(n);
+	CHECK_EQ(evd_loop_remove(c->loop, c->victim), 0);
+	CHECK_EQ(evd_loop_add(c->loop, c->newcomer), 0);
+}
+
+static uint64_t
+polls_of(struct evd_source *s, uint64_t *empty)
+{
+	struct evd_source_stats ss;
+
+	CHECK_EQ(evd_source_stats_get(s, &ss), 0);
+	if (empty != NULL)
+		*empty = ss.empty_polls;
+	return ss.polls;
+}
+
+static void
+test_polls_through_the_list(void)
+{
+	struct evd_loop_conf conf = { .policy = "poll" };
+	struct evd_loop_conf iconf = { .policy = "intr", .max_sleep_us = 1000 };
+	struct evd_event ev = { 0 };
+	struct evd_loop_stats st;
+	struct churn c = { 0 };
+	struct evd_source *a, *e;
+	uint64_t empty;
+
+	CHECK_EQ(evd_loop_create(&conf, &c.loop), 0);
+	CHECK_EQ(evd_ring_create("a", 64, churn_handler, &c, &a), 0);
+	CHECK_EQ(evd_ring_create("b", 64, test_nop, NULL, &c.victim), 0);
+	CHECK_EQ(evd_ring_create("d", 64, test_nop, NULL, &c.newcomer), 0);
+	CHECK_EQ(evd_loop_add(c.loop, a), 0);
+	CHECK_EQ(evd_loop_add(c.loop, c.victim), 0);
+	CHECK_EQ(evd_ring_post(a, &ev), 0);
+	CHECK_EQ(evd_loop_step(c.loop), 1);
+	CHECK_EQ(polls_of(a, &empty), 1);
+	CHECK_EQ(empty, 0);
+	CHECK_EQ(polls_of(c.victim, NULL), 0);
+	CHECK_EQ(polls_of(c.newcomer, NULL), 1);
+	CHECK_EQ(evd_loop_stats_get(c.loop, &st), 0);
+	CHECK_EQ(st.polls, 3); /* the list's entries, the removed one's too */
+	CHECK_EQ(evd_loop_step(c.loop), 0);
+	CHECK_EQ(polls_of(a, &empty), 2);
+	CHECK_EQ(empty, 1);
+	CHECK_EQ(polls_of(c.victim, NULL), 0);
+	CHECK_EQ(polls_of(c.newcomer, NULL), 2);
+	/* back on the loop, its count goes on from where it was */
+	CHECK_EQ(evd_loop_add(c.loop, c.victim), 0);
+	CHECK_EQ(evd_loop_step(c.loop), 0);
+	CHECK_EQ(polls_of(c.victim, NULL), 1);
+	CHECK_EQ(evd_source_stats_reset(c.victim), 0);
+	CHECK_EQ(evd_loop_step(c.loop), 0);
+	CHECK_EQ(polls_of(c.victim, NULL), 1);
+	CHECK_EQ(evd_loop_remove(c.loop, c.victim), 0);
+	CHECK_EQ(evd_loop_remove(c.loop, c.newcomer), 0);
+	CHECK_EQ(polls_of(c.newcomer, NULL), 4);
+	CHECK_EQ(evd_loop_remove(c.loop, a), 0);
+	CHECK_EQ(evd_loop_destroy(c.loop), 0);
+
+	/* intr: the round's poll, then the re-poll after the arm; armed, no
+	 * poll until the bell; the look that finds it, then a round and a
+	 * re-poll again */
+	CHECK_EQ(evd_loop_create(&iconf, &c.loop), 0);
+	CHECK_EQ(evd_ring_create("e", 64, test_nop, NULL, &e), 0);
+	CHECK_EQ(evd_loop_add(c.loop, e), 0);
+	CHECK_EQ(evd_loop_step(c.loop), 0);
+	CHECK_EQ(polls_of(e, NULL), 2);
+	CHECK_EQ(evd_loop_step(c.loop), 0);
+	CHECK_EQ(polls_of(e, NULL), 2);
+	CHECK_EQ(evd_ring_post(e, &ev), 0);
+	CHECK_EQ(evd_loop_step(c.loop), 1);
+	CHECK_EQ(polls_of(e, &empty), 3);
+	CHECK_EQ(empty, 2);
+	CHECK_EQ(evd_loop_step(c.loop), 0);
+	CHECK_EQ(polls_of(e, NULL), 5);
+	CHECK_EQ(evd_loop_remove(c.loop, e), 0);
+	CHECK_EQ(polls_of(e, NULL), 5);
+	CHECK_EQ(evd_source_destroy(e), 0);
+	CHECK_EQ(evd_loop_destroy(c.loop), 0);
+	CHECK_EQ(evd_source_destroy(a), 0);
+	CHECK_EQ(evd_source_destroy(c.victim), 0);
+	CHECK_EQ(evd_source_destroy(c.newcomer), 0);
+}
+
 struct live {
 	struct evd_loop *loop;
 	struct evd_source *ring;
@@ -105,6 +205,7 @@ test_read_while_running(void)
 	struct evd_loop_conf conf = { .policy = "adaptive", .max_sleep_us = 1000000 };
 	struct live l = { 0 };
 	struct evd_loop_stats st, prev = { 0 };
+	struct evd_source_stats ss, sprev = { 0 };
 	pthread_t f, r;
 	uint64_t t0, wall;
 
@@ -123,7 +224,14 @@ test_read_while_running(void)
 		for (int m = 0; m < EVD_MODE_COUNT; m++)
 			CHECK(st.mode_ns[m] >= prev.mode_ns[m]);
 		CHECK(st.mode < EVD_MODE_COUNT);
+		/* the ring's polls follow the loop's passes while it polls it,
+		 * and stop while it is armed: read across both */
+		CHECK_EQ(evd_source_stats_get(l.ring, &ss), 0);
+		CHECK(ss.polls >= sprev.polls);
+		CHECK(ss.polls >= ss.empty_polls + (ss.events > 0));
+		CHECK(ss.polls < (1ull << 40));
 		prev = st;
+		sprev = ss;
 		test_sleep_us(1000);
 	}
 	__atomic_store_n(&l.stop, 1, __ATOMIC_RELEASE);
@@ -329,6 +437,7 @@ int
 main(void)
 {
 	TEST(test_exact_counts_and_reset);
+	TEST(test_polls_through_the_list);
 	TEST(test_read_while_running);
 	TEST(test_reset_races_read);
 	TEST(test_mode_trace);

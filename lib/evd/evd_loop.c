@@ -102,18 +102,12 @@ poll_failed(struct evd_loop *loop, struct evd_source *s, int n)
 		evd__source_fail(loop, s, NULL);
 }
 
-/* Poll one source; the completions it delivered (told to the policy as
- * the source's when the loop has several), or -1 if its poll failed (the
- * failure handled: logged, on_error, unwatched on EBADF). */
+/* What a poll that returned n != 0 did: the completions it delivered
+ * (told to the policy as the source's when the loop has several), or -1 if
+ * it failed (the failure handled: logged, on_error, unwatched on EBADF). */
 static __rte_always_inline int
-poll_src(struct evd_loop *loop, struct evd_source *s, bool repoll)
+polled(struct evd_loop *loop, struct evd_source *s, int n, bool repoll)
 {
-	int n = s->ops->poll(s, loop->burst);
-
-	/* empty polls, the common case, are counted as polls less busy ones */
-	EVD_STAT_ADD(s->stats.polls, 1);
-	if (likely(n == 0))
-		return 0;
 	if (unlikely(n < 0)) {
 		poll_failed(loop, s, n);
 		return -1;
@@ -128,6 +122,18 @@ poll_src(struct evd_loop *loop, struct evd_source *s, bool repoll)
 	return n;
 }
 
+/* Poll one source outside a pass over the round's list: counted on its own. */
+static __rte_always_inline int
+poll_src(struct evd_loop *loop, struct evd_source *s, bool repoll)
+{
+	int n = s->ops->poll(s, loop->burst);
+
+	evd__polls_add(s, 1);
+	if (likely(n == 0))
+		return 0;
+	return polled(loop, s, n, repoll);
+}
+
 static __rte_always_inline uint32_t
 poll_one(struct evd_loop *loop, struct evd_source *s, bool repoll)
 {
@@ -136,31 +142,41 @@ poll_one(struct evd_loop *loop, struct evd_source *s, bool repoll)
 	return n > 0 ? (uint32_t)n : 0;
 }
 
-/* Step 1 (and 3, the re-poll): poll every source of the round's list. The
- * caller sets in_round. */
+/* Step 1 (and 3, the re-poll): poll every source of the round's list. An
+ * idle source costs its entry and what its poll reads: the entry holds the
+ * op (a removed or failed source's skips it), and the pass counts the
+ * sources' polls all at once when it ends. The caller sets in_round. */
 static __rte_always_inline uint32_t
 poll_act(struct evd_loop *loop, bool repoll)
 {
-	struct evd_source **act = loop->act;
-	uint32_t total = 0, i, end = loop->n_act;
+	const struct evd__act *act = loop->act, *a = act, *end = act + loop->n_act;
+	const uint16_t burst = loop->burst;
+	uint32_t total = 0;
 
-	for (i = 0; i < end; i++) {
-		struct evd_source *s = act[i];
-		int n;
+	/* an armed loop's re-poll: no pass to count either */
+	if (a == end)
+		return 0;
+	for (; a < end; a++) {
+		int n = a->poll(a->src, burst);
 
-		if (unlikely(s->removing | s->failed))
-			continue;
-		n = poll_src(loop, s, repoll);
-		if (n != 0) {
+		if (unlikely(n != 0)) {
 			/* only a handler or on_error can add a source, which
-			 * may move the list: read it again after one ran */
+			 * may move the list (its entries keep their places):
+			 * read it again after one ran */
+			size_t i = (size_t)(a - act);
+
+			act = loop->act;
+			a = act + i;
+			end = act + loop->n_act;
+			n = polled(loop, a->src, n, repoll);
 			if (n > 0)
 				total += (uint32_t)n;
-			act = loop->act;
-			end = loop->n_act;
 		}
 	}
-	EVD_STAT_ADD(loop->stats.polls, i);
+	EVD_STAT_ADD(loop->stats.polls, loop->n_act);
+	/* release: a reader of a source's polls that sees this pass sees the
+	 * list's changes before it (evd__source_polls) */
+	__atomic_store_n(&loop->passes, loop->passes + 2, __ATOMIC_RELEASE);
 	return total;
 }
 
@@ -389,7 +405,7 @@ arm_and_repoll(struct evd_loop *loop, uint64_t now, bool *all_armed)
 	cpu_sample(loop);
 	*all_armed = true;
 	for (uint32_t i = loop->n_act; i-- > 0;) {
-		struct evd_source *s = loop->act[i];
+		struct evd_source *s = loop->act[i].src;
 		int rc;
 
 		if (s->failed) {

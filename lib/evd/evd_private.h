@@ -217,8 +217,9 @@ struct evd_loop {
 	/* The sources polled every round: all but the armed ones (whose
 	 * notification will tell), the failed and the level fds (epoll says
 	 * when they are ready). */
-	struct evd_source **act;
+	struct evd__act *act;
 	uint32_t n_act;
+	uint64_t passes;           /* atomic: passes over act done, doubled (evd__polls_join) */
 	struct evd_source **woke;  /* the sources notified in the last wait or look */
 	uint32_t n_woke;
 	struct evd_source **fresh; /* armed by the last arm pass (re-polled) */
@@ -322,27 +323,77 @@ void evd__reap_removed(struct evd_loop *loop);
 /* evd_source.act_pos of a source not in the round's list. */
 #define EVD__NOT_ACT UINT32_MAX
 
+/* An entry of the round's list: the op a pass calls, and its source. The
+ * op is in the list so that a pass over idle sources reads the list and
+ * what their polls read, nothing else of them. */
+struct evd__act {
+	int (*poll)(struct evd_source *src, uint16_t budget);
+	struct evd_source *src;
+};
+
+/*
+ * A source's polls (evd_source.polls) outside the round's list count one
+ * by one; in it, a pass counts one for every source at once (loop->passes,
+ * raised at its end), so an idle source's poll writes nothing. The field
+ * and loop->passes hold counts doubled; bit 0 of the field is set while
+ * the passes are to be added: it holds the count less the passes done when
+ * the source joined. evd__source_polls() reads it from any thread.
+ */
+static inline void
+evd__polls_add(struct evd_source *s, uint64_t n)
+{
+	EVD_STAT_ADD(s->polls, n << 1);
+}
+
+/* (A source joining during a pass is polled in it: the pass's end counts it.) */
+static inline void
+evd__polls_join(const struct evd_loop *loop, struct evd_source *s)
+{
+	__atomic_store_n(&s->polls, (s->polls - loop->passes) | 1, __ATOMIC_RELEASE);
+}
+
+/* Its count stops following the passes: those done are in it, not one
+ * under way (evd__act_skip_poll's, which does not poll it). */
+static inline void
+evd__polls_leave(const struct evd_loop *loop, struct evd_source *s)
+{
+	if (s->polls & 1)
+		__atomic_store_n(&s->polls, s->polls - 1 + loop->passes, __ATOMIC_RELEASE);
+}
+
+uint64_t evd__source_polls(const struct evd_source *s); /* any thread (evd_stats.c) */
+
+/* The op of an entry whose source was removed or failed while in the list
+ * (evd_sources.c): its polls stop counting when a pass comes to it. */
+int evd__act_skip_poll(struct evd_source *s, uint16_t budget);
+
 static inline void
 evd__act_add(struct evd_loop *loop, struct evd_source *s)
 {
+	struct evd__act *a;
+
 	if (s->act_pos != EVD__NOT_ACT)
 		return;
 	s->act_pos = loop->n_act;
-	loop->act[loop->n_act++] = s;
+	a = &loop->act[loop->n_act++];
+	a->poll = s->ops->poll;
+	a->src = s;
+	evd__polls_join(loop, s);
 }
 
 /* (Moves the last one into its place: an iteration of act runs backwards
- * when it removes.) */
+ * when it removes; never during a pass, whose count would miss it.) */
 static inline void
 evd__act_del(struct evd_loop *loop, struct evd_source *s)
 {
-	struct evd_source *last;
+	struct evd__act *last;
 
 	if (s->act_pos == EVD__NOT_ACT)
 		return;
-	last = loop->act[--loop->n_act];
-	loop->act[s->act_pos] = last;
-	last->act_pos = s->act_pos;
+	evd__polls_leave(loop, s);
+	last = &loop->act[--loop->n_act];
+	loop->act[s->act_pos] = *last;
+	last->src->act_pos = s->act_pos;
 	s->act_pos = EVD__NOT_ACT;
 }
 
@@ -361,6 +412,15 @@ evd__dev_del(struct evd_loop *loop, struct evd_source *s)
 	while (loop->dev[i] != s)
 		i++;
 	loop->dev[i] = loop->dev[--loop->n_device];
+}
+
+/* The source was removed or failed: no pass polls it from now on (nor
+ * adds it to the list: evd__disarm()). */
+static inline void
+evd__act_skip(struct evd_loop *loop, struct evd_source *s)
+{
+	if (s->act_pos != EVD__NOT_ACT)
+		loop->act[s->act_pos].poll = evd__act_skip_poll;
 }
 
 static inline void

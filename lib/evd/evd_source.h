@@ -118,6 +118,9 @@ struct evd_source {
 	int err;                  /**< Its error. */
 	uint32_t err_unlogged;    /**< The same failures since, counted, not logged. */
 	uint64_t err_logged_ns;   /**< When it was logged (the loop's clock). */
+	/** Polls, doubled; bit 0 set while in the loop's list polled every
+	 *  round, whose passes are then added (stats.polls is unused). */
+	uint64_t polls;
 	uint64_t busy_polls;      /**< Polls that delivered (stats.empty_polls is unused: polls less these). */
 	struct evd_source_stats stats;      /**< Written by the loop thread (and by producers for `full`). */
 	struct evd_source_stats stats_base; /**< Baseline recorded by a reset. */

@@ -192,6 +192,7 @@ unwatch(struct evd_loop *loop, struct evd_source *s, const char *why)
 	if (!s->has_fd && !s->ops->bell && !s->failed)
 		loop->n_poll_only--; /* it bounds no sleep any more */
 	s->failed = 1; /* out of the round's list at the next arm pass */
+	evd__act_skip(loop, s);
 	s->has_fd = 0;
 	s->notify_fd = -1;
 	s->armed = EVD_ARM_NONE;
@@ -249,14 +250,15 @@ grow(struct evd_loop *loop)
 {
 	uint32_t cap = loop->cap_src ? loop->cap_src * 2 : 8;
 	struct evd_source **a = NULL;
+	struct evd__act *l = NULL;
 	struct evd__key_slot *k = evd__realloc(&loop->mem, loop->keys, cap * sizeof(*k));
 	bool ok = k != NULL;
 
 	if (k != NULL)
 		loop->keys = k;
-	ok = ok && (a = evd__realloc(&loop->mem, loop->act, cap * sizeof(*a))) != NULL;
+	ok = ok && (l = evd__realloc(&loop->mem, loop->act, cap * sizeof(*l))) != NULL;
 	if (ok)
-		loop->act = a;
+		loop->act = l;
 	ok = ok && (a = evd__realloc(&loop->mem, loop->woke, cap * sizeof(*a))) != NULL;
 	if (ok)
 		loop->woke = a;
@@ -357,6 +359,9 @@ evd_loop_add(struct evd_loop *loop, struct evd_source *src)
 	src->id = loop->next_src_id++;
 	/* release: such a producer that reads it sees the bell's fields */
 	__atomic_store_n(&src->bell, loop->bell, __ATOMIC_RELEASE);
+	/* before it joins the round's list: a reader of its polls follows
+	 * it to the loop's passes */
+	__atomic_store_n(&src->loop, loop, __ATOMIC_RELEASE);
 	if (src->has_fd && src->ops->arm == NULL) {
 		/* a level fd is watched from the start: epoll says when it is ready */
 		src->armed = EVD_ARM_LEVEL;
@@ -366,7 +371,6 @@ evd_loop_add(struct evd_loop *loop, struct evd_source *src)
 			evd__dev_add(loop, src);
 		evd__act_add(loop, src);
 	}
-	src->loop = loop;
 	evd__registry_lock();
 	loop->src[loop->n_src++] = src;
 	evd__registry_unlock();
@@ -375,6 +379,14 @@ evd_loop_add(struct evd_loop *loop, struct evd_source *src)
 out:
 	evd__control_leave(loop, held);
 	return rc;
+}
+
+int
+evd__act_skip_poll(struct evd_source *s, uint16_t budget)
+{
+	RTE_SET_USED(budget);
+	evd__polls_leave(s->loop, s);
+	return 0;
 }
 
 /* Out of interrupt mode: the driver's disarm (after a notification, too:
@@ -397,6 +409,8 @@ evd__disarm(struct evd_loop *loop, struct evd_source *s)
 	}
 	if (!s->failed)
 		evd__act_add(loop, s);
+	if (unlikely(s->removing))
+		evd__act_skip(loop, s);
 }
 
 /* Whether a notification fd is readable now (never waits). */
@@ -450,7 +464,7 @@ detach(struct evd_loop *loop, struct evd_source *s)
 	loop->src[i] = loop->src[--loop->n_src];
 	loop->src[i]->index = i;
 	evd__registry_unlock();
-	s->loop = NULL;
+	__atomic_store_n(&s->loop, NULL, __ATOMIC_RELAXED);
 	s->removing = 0;
 	s->failed = 0;
 	s->woken = 0;
@@ -472,6 +486,7 @@ evd_loop_remove(struct evd_loop *loop, struct evd_source *src)
 	if (loop->in_round) {
 		/* Called from a handler: the round is iterating its lists. */
 		src->removing = 1;
+		evd__act_skip(loop, src);
 		loop->pending_removal = true;
 	} else {
 		detach(loop, src);

@@ -120,14 +120,40 @@ loop_stats_read(const struct evd_loop_stats *s, struct evd_loop_stats *d)
 	PUT(d->mode, LOAD(s->mode));
 }
 
+/* Its polls (evd_private.h, evd__polls_join): while it is in the round's
+ * list, the loop's passes are added, read between two reads of the field
+ * that agree (a seqlock whose sequence is the field itself: a change of
+ * the list or an explicit poll changes it). */
+uint64_t
+evd__source_polls(const struct evd_source *s)
+{
+	for (;;) {
+		uint64_t w = __atomic_load_n(&s->polls, __ATOMIC_ACQUIRE);
+		const struct evd_loop *loop;
+		uint64_t p;
+
+		if (!(w & 1))
+			return w >> 1;
+		loop = __atomic_load_n(&s->loop, __ATOMIC_RELAXED);
+		if (loop == NULL) /* it left its loop after the read */
+			continue;
+		/* acquire: pairs with the release of passes, so a pass done after
+		 * the field changed shows in the second read of it */
+		p = __atomic_load_n(&loop->passes, __ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&s->polls, __ATOMIC_RELAXED) == w)
+			return (w - 1 + p) >> 1;
+	}
+}
+
 static void
 source_stats_read(const struct evd_source *src, struct evd_source_stats *d)
 {
 	const struct evd_source_stats *s = &src->stats;
-	/* the busy ones first: never more than the polls read after them */
+	/* the busy ones first; a pass under way has counted them, not yet
+	 * itself: its polls are told when it ends */
 	uint64_t busy = LOAD(src->busy_polls);
 
-	PUT(d->polls, LOAD(s->polls));
+	PUT(d->polls, RTE_MAX(evd__source_polls(src), busy));
 	PUT(d->empty_polls, d->polls - busy);
 	PUT(d->events, LOAD(s->events));
 	PUT(d->arms, LOAD(s->arms));
