@@ -84,6 +84,10 @@ r=$(ratio "$ce" "$cr")
 rows+=("5. consumer instructions/event, ring burst 32, vs rte_ring_dequeue_burst_elem (32 B) + handler|$ce|$cr|${r}x|<= 1.0x|$(met "$r" 1.0)")
 r=$(ratio "$ce" "$cr24")
 rows+=("5. the same vs 24 B elements (sizeof(struct evd_event): the same bytes)|$ce|$cr24|${r}x|(side)|$(met "$r" 1.0)")
+cel=$(cg consume-evd-light count_consume_evd consume evd 32 2000 light)
+crl=$(cg consume-raw24-light count_consume_raw consume raw 24 2000 light)
+r=$(ratio "$cel" "$crl")
+rows+=("5. the same, 24 B, handlers that read no event (delivery alone)|$cel|$crl|${r}x|(side)|$(met "$r" 1.0)")
 
 echo "harness: timed runs" >&2
 while IFS= read -r l; do rows+=("${l#ROW|}"); done < <("${nice[@]}" "$bin" time 2>"$out/time.log" | grep '^ROW|')
