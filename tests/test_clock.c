@@ -7,6 +7,8 @@
  * preempted thread widens the bracket rather than failing it), and a timer
  * on it does not fire early by CLOCK_MONOTONIC.
  */
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -99,8 +101,12 @@ test_before_eal(void)
 	uint64_t created;
 	struct evd_loop *loop = loop_with_clock(clock, sizeof(clock), &created);
 
+	double hz;
+
 	printf("  before rte_eal_init: %s\n", clock);
 	CHECK(strcmp(clock, "monotonic") == 0);
+	CHECK_EQ(evd_clock_tsc_hz(&hz), -EAGAIN);
+	CHECK_EQ(evd_clock_tsc_hz(NULL), -EINVAL);
 	check_rate(loop, created);
 	check_timer(loop);
 	CHECK_EQ(evd_loop_destroy(loop), 0);
@@ -118,9 +124,17 @@ test_after_eal(void)
 	const char *want = "tsc";
 #endif
 
-	printf("  after rte_eal_init: %s (TSC %" PRIu64 " Hz), expected %s\n", clock,
-	       rte_get_tsc_hz(), want);
+	double hz = 0;
+	int rc = evd_clock_tsc_hz(&hz);
+
+	printf("  after rte_eal_init: %s (TSC %" PRIu64 " Hz, measured %.0f), expected %s\n",
+	       clock, rte_get_tsc_hz(), hz, want);
 	CHECK(strcmp(clock, want) == 0);
+	/* the rate the application is told is the loop clock's, within EAL's 1 % */
+	if (strcmp(clock, "tsc") == 0)
+		CHECK(rc == 0 && fabs(hz / (double)rte_get_tsc_hz() - 1) < 0.01);
+	else
+		CHECK_EQ(rc, -ENOTSUP);
 	check_rate(loop, created);
 	check_timer(loop);
 	CHECK_EQ(evd_loop_destroy(loop), 0);

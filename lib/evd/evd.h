@@ -651,6 +651,21 @@ int evd_timer_cancel(struct evd_loop *loop, struct evd_timer *t);
  *   CLOCK_MONOTONIC). */
 uint64_t evd_loop_now_ns(const struct evd_loop *loop);
 
+/**
+ * The TSC's rate as the loops' clock uses it: measured against
+ * CLOCK_MONOTONIC once per process (5 ms, by the first call or the first
+ * loop created after rte_eal_init()), not rte_get_tsc_hz(), which on KVM
+ * guests is the TSC's nominal rate. Lets an application turn its own TSC
+ * stamps into the loops' nanoseconds. Any thread; the first call may
+ * sleep for up to 15 ms.
+ * @param hz  Out: the TSC's ticks per second.
+ * @return 0; -EINVAL for a NULL @p hz; -EAGAIN before rte_eal_init() (EAL
+ *   knows no TSC yet); -ENOTSUP where the TSC does not serve as the loops'
+ *   clock (not invariant, or its rate could not be measured): they read
+ *   CLOCK_MONOTONIC.
+ */
+int evd_clock_tsc_hz(double *hz);
+
 #ifdef __cplusplus
 }
 #endif

@@ -122,6 +122,22 @@ tsc_rate(void)
 	return r;
 }
 
+int
+evd_clock_tsc_hz(double *hz)
+{
+	double ns_per_tick;
+
+	if (hz == NULL)
+		return -EINVAL;
+	if (rte_get_tsc_hz() == 0)
+		return -EAGAIN;
+	ns_per_tick = tsc_rate();
+	if (ns_per_tick <= 0)
+		return -ENOTSUP;
+	*hz = 1e9 / ns_per_tick;
+	return 0;
+}
+
 const char *
 evd__clock_name(const struct evd_loop *loop)
 {
