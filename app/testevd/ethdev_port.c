@@ -10,7 +10,7 @@
 #include <rte_ip.h>
 
 #include "ethdev_port.h"
-#include "testevd.h"
+#include "stop.h"
 
 #define NB_MBUF 8191u
 #define NB_DESC 1024u

@@ -5,10 +5,12 @@
  * a shared VM's drift hits every policy alike; the order turns each round,
  * so that no policy always runs first, or right after the same one.
  */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "report.h"
+#include "run.h"
+#include "stop.h"
 #include "testevd.h"
 
 #define N_POLICIES 3

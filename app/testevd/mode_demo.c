@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The default mode: one pattern through one source kind under one policy. */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "report.h"
+#include "run.h"
 #include "testevd.h"
 
 static int

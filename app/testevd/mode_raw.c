@@ -16,7 +16,11 @@
 #include <rte_epoll.h>
 #include <rte_ethdev.h>
 
+#include "clock.h"
 #include "ethdev_port.h"
+#include "hist.h"
+#include "report.h"
+#include "stop.h"
 #include "testevd.h"
 
 #define BURST 32

@@ -52,6 +52,7 @@
  * oracle's.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,7 +62,11 @@
 #include <evd.h>
 #include <evd_policy.h>
 
+#include "hist.h"
+#include "report.h"
 #include "testevd.h"
+#include "timeline.h"
+#include "timer_late.h"
 #include "trace.h"
 
 #define POLL_ROUND_NS 100

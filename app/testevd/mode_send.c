@@ -12,6 +12,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -21,8 +22,15 @@
 #include <rte_ether.h>
 #include <rte_pause.h>
 
+#include "clock.h"
 #include "ethdev_port.h"
-#include "run.h"
+#include "hist.h"
+#include "pattern.h"
+#include "replay.h"
+#include "report.h"
+#include "source.h"
+#include "stop.h"
+#include "testevd.h"
 
 struct tx {
 	uint16_t port;
@@ -233,7 +241,7 @@ send_post(struct run *r, uint32_t n, uint64_t stamp)
 		echo_poll(t);
 }
 
-const struct source_kind sink_ethdev = {
+static const struct source_kind sink_ethdev = {
 	.name = "ethdev-send",
 	.post = send_post,
 };

@@ -14,10 +14,12 @@
 #include <evd.h>
 #include <evd_policy.h>
 
+#include "options.h"
+#include "pattern.h"
 #include "testevd.h"
 #include "trace.h"
 
-/* The source kinds of this build; run.c has their implementations. */
+/* The source kinds of this build (src_*.c; run.c's table). */
 static const char *const source_names[] = {
 	"ring",
 #ifdef TESTEVD_HAVE_VERBS

@@ -2,7 +2,7 @@
 /* Built-in arrival patterns. Rates are multiples of --rate (default 20000/s). */
 #include <string.h>
 
-#include "testevd.h"
+#include "pattern.h"
 
 static const struct phase demo_phases[] = {
 	{ "burst", PHASE_RATE, 0.15, 20.0, 32 },   /* a high-rate burst */

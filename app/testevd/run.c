@@ -7,21 +7,26 @@
  * the progress line.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <rte_common.h>
 #include <rte_cycles.h>
-#include <rte_pause.h>
 
 #include <evd.h>
 
+#include "clock.h"
+#include "pattern.h"
+#include "replay.h"
+#include "report.h"
 #include "run.h"
-#include "trace.h"
+#include "source.h"
+#include "stop.h"
+#include "timeline.h"
 
 #define DRAIN_LIMIT_NS (2ull * 1000 * 1000 * 1000)
 /* a remote sender whose link stayed down this long is gone: no END will come */
@@ -29,164 +34,6 @@
 /* After the sender's END, packets on other Rx queues may still be on their
  * way; past this they are lost (END's total counts them). */
 #define END_GRACE_NS 200000000ull
-
-uint64_t
-run_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* A (TSC, CLOCK_MONOTONIC) pair: of 16 tries, the TSC at the middle of the
- * narrowest bracket around a clock read. */
-static void
-tsc_pair(uint64_t *tsc, uint64_t *ns)
-{
-	uint64_t width = UINT64_MAX;
-
-	*tsc = rte_rdtsc_precise();
-	*ns = run_now_ns();
-	for (int i = 0; i < 16; i++) {
-		uint64_t a = rte_rdtsc_precise(), m = run_now_ns(), b = rte_rdtsc_precise();
-
-		if (b > a && b - a < width) {
-			width = b - a;
-			*tsc = a + width / 2;
-			*ns = m;
-		}
-	}
-}
-
-static double tsc_hz;
-static pthread_once_t tsc_once = PTHREAD_ONCE_INIT;
-
-static void
-tsc_measure(void)
-{
-	uint64_t t0, m0, t1, m1;
-	struct timespec ts = { 0, 50000000 };
-	double eal = (double)rte_get_tsc_hz();
-
-	tsc_pair(&t0, &m0);
-	nanosleep(&ts, NULL);
-	tsc_pair(&t1, &m1);
-	tsc_hz = t1 > t0 && m1 > m0 ? (double)(t1 - t0) * 1e9 / (double)(m1 - m0) : 0;
-	/* a measurement that went wrong (a stall between the pairs): EAL's
-	 * figure, as before */
-	if (eal > 0 && !(tsc_hz > 0.99 * eal && tsc_hz < 1.01 * eal))
-		tsc_hz = eal;
-}
-
-double
-testevd_tsc_hz(void)
-{
-	pthread_once(&tsc_once, tsc_measure);
-	return tsc_hz;
-}
-
-static void
-wait_until(struct run *r, uint64_t t)
-{
-	if (r->spin != NULL) { /* --echo: poll for returning packets meanwhile */
-		while (run_now_ns() < t && !testevd_stopping())
-			r->spin(r);
-		return;
-	}
-	/* Sleep through long gaps (so the producer leaves the loop's core
-	 * alone), 100 ms at most at a time (a stop signal goes to another
-	 * thread: this one sees the flag), spin the last stretch for accuracy. */
-	while (t > run_now_ns() + 200000 && !testevd_stopping()) {
-		uint64_t until = RTE_MIN(t - 100000, run_now_ns() + 100000000);
-		struct timespec ts = { .tv_sec = (time_t)(until / 1000000000ull),
-				       .tv_nsec = (long)(until % 1000000000ull) };
-
-		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
-	}
-	while (run_now_ns() < t && !testevd_stopping())
-		rte_pause();
-}
-
-/* Exponential gap with the given mean: Poisson arrivals. */
-static uint64_t
-exp_gap(uint64_t *rnd, double mean_ns)
-{
-	double u = ((double)(testevd_xorshift(rnd) >> 11) + 0.5) / 9007199254740992.0;
-
-	return (uint64_t)(-log(u) * mean_ns);
-}
-
-static void
-post_all(struct run *r, uint32_t n)
-{
-	r->kind->post(r, n, rte_rdtsc());
-	__atomic_fetch_add(&r->sent, n, __ATOMIC_RELAXED);
-}
-
-/* Replay an arrival trace in real time: one post per arrival, to the
- * source of its id (r->post_id; the ring has one ring per id). */
-static void
-replay_trace(struct run *r)
-{
-	const struct trace *t = r->o->trace_data;
-	uint64_t at = run_now_ns();
-
-	for (size_t i = 0; i < t->n && !testevd_stopping(); i++) {
-		at += t->gap_ns[i];
-		wait_until(r, at);
-		r->post_id = t->source[i];
-		post_all(r, 1);
-	}
-}
-
-/* Replay the pattern (or --trace) through r->kind->post (producer thread,
- * or --send). */
-void
-run_replay(struct run *r)
-{
-	if (r->o->trace != NULL) {
-		replay_trace(r);
-		return;
-	}
-
-	uint64_t rnd = r->o->seed * 0x9e3779b97f4a7c15ull + 1;
-	uint64_t total_ns = (uint64_t)(r->o->duration_s * 1e9);
-	uint64_t phase_start = run_now_ns();
-
-	for (unsigned int p = 0; p < r->pat->n_phases && !testevd_stopping(); p++) {
-		const struct phase *ph = &r->pat->phases[p];
-		uint64_t phase_end = phase_start + (uint64_t)(ph->share * (double)total_ns);
-		uint64_t t = phase_start;
-
-		__atomic_store_n(&r->phase, p, __ATOMIC_RELAXED);
-		switch (ph->kind) {
-		case PHASE_IDLE:
-			wait_until(r, phase_end);
-			break;
-		case PHASE_SATURATE:
-			while (run_now_ns() < phase_end && !testevd_stopping())
-				post_all(r, ph->burst);
-			break;
-		case PHASE_RATE: {
-			double mean = 1e9 * ph->burst / (ph->rate_mult * r->o->rate);
-
-			for (;;) {
-				t += exp_gap(&rnd, mean);
-				if (t >= phase_end)
-					break;
-				wait_until(r, t);
-				if (testevd_stopping())
-					break;
-				post_all(r, ph->burst);
-			}
-			wait_until(r, phase_end);
-			break;
-		}
-		}
-		phase_start = phase_end;
-	}
-}
 
 static void *
 producer(void *arg)
@@ -197,10 +44,10 @@ producer(void *arg)
 	if (r->kind->post != NULL) {
 		run_replay(r);
 		/* Drain: everything sent must arrive; give the loop a bounded time. */
-		end_all = run_now_ns() + DRAIN_LIMIT_NS;
+		end_all = testevd_now_ns() + DRAIN_LIMIT_NS;
 		while (__atomic_load_n(&r->delivered, __ATOMIC_RELAXED) <
 			       __atomic_load_n(&r->sent, __ATOMIC_RELAXED) &&
-		       run_now_ns() < end_all)
+		       testevd_now_ns() < end_all)
 			usleep(1000);
 	} else {
 		/* A remote sender plays the pattern; it says when it is done
@@ -211,12 +58,12 @@ producer(void *arg)
 		 * --duration). */
 		const uint64_t grace_tsc = (uint64_t)(REMOTE_GRACE_S * (double)rte_get_tsc_hz());
 
-		end_all = run_now_ns() + (uint64_t)((r->o->duration_s + REMOTE_GRACE_S) * 1e9);
+		end_all = testevd_now_ns() + (uint64_t)((r->o->duration_s + REMOTE_GRACE_S) * 1e9);
 		while (!__atomic_load_n(&r->remote_done, __ATOMIC_ACQUIRE) && !testevd_stopping()) {
 			uint64_t down = __atomic_load_n(&r->peer_down_ns, __ATOMIC_ACQUIRE);
 			uint64_t end = __atomic_load_n(&r->end_ns, __ATOMIC_ACQUIRE);
 			uint64_t last = __atomic_load_n(&r->last_rx_tsc, __ATOMIC_RELAXED);
-			uint64_t now = run_now_ns();
+			uint64_t now = testevd_now_ns();
 
 			if (down != 0 && now > down + PEER_GONE_NS)
 				break;
@@ -231,33 +78,6 @@ producer(void *arg)
 	}
 	evd_loop_stop(r->loop); /* from a non-EAL thread, waking the loop if asleep */
 	return NULL;
-}
-
-void
-run_delivered(struct run *r, uint64_t stamp, uint64_t now)
-{
-	/* vCPUs' TSCs can differ by a few cycles: clamp, never wrap */
-	uint64_t cyc = now > stamp ? now - stamp : 0;
-
-	hist_add(r->lat, testevd_tsc_ns(cyc));
-	__atomic_store_n(&r->delivered, r->delivered + 1, __ATOMIC_RELAXED);
-}
-
-void
-run_started(struct run *r)
-{
-	if (r->started)
-		return;
-	evd_loop_stats_get(r->loop, &r->start_st);
-	r->start_ns = run_now_ns();
-	r->started = true;
-}
-
-uint64_t
-run_in_flight(const struct run *r)
-{
-	return __atomic_load_n(&r->sent, __ATOMIC_RELAXED) -
-	       __atomic_load_n(&r->delivered, __ATOMIC_RELAXED);
 }
 
 /* Make room for `need` elements of `size` in *arr (capacity *cap, doubling
@@ -388,7 +208,7 @@ monitor(void *arg)
 {
 	struct run *r = arg;
 	struct evd_loop_stats st, prev;
-	uint64_t t_prev = run_now_ns(), d_prev = 0;
+	uint64_t t_prev = testevd_now_ns(), d_prev = 0;
 
 	evd_loop_stats_get(r->loop, &prev);
 	timeline_sample(r);
@@ -400,7 +220,7 @@ monitor(void *arg)
 		timeline_sample(r);
 		if (!r->o->progress)
 			continue;
-		t = run_now_ns();
+		t = testevd_now_ns();
 		d = __atomic_load_n(&r->delivered, __ATOMIC_RELAXED);
 		evd_loop_stats_get(r->loop, &st);
 		dt = (double)(t - t_prev);
@@ -441,7 +261,8 @@ place_off_loop_cpu(pthread_attr_t *attr)
 		pthread_attr_setaffinity_np(attr, sizeof(others), &others);
 }
 
-const struct source_kind *
+/* The source kinds this build has (NULL: unknown or not built). */
+static const struct source_kind *
 source_kind_find(const char *name)
 {
 	static const struct source_kind *const kinds[] = {
@@ -500,7 +321,7 @@ run_pattern(const struct opts *o, const char *policy, struct result *res)
 	r->lat = &res->lat;
 	r->o = o;
 	r->pat = pattern_find(o->pattern);
-	testevd_tsc_hz(); /* measured now, not on the loop's first delivery */
+	testevd_tsc_hz(); /* before anything is timed: the first call measures */
 	rc = evd_loop_create(&conf, &r->loop);
 	if (rc < 0)
 		goto out;
@@ -515,7 +336,7 @@ run_pattern(const struct opts *o, const char *policy, struct result *res)
 
 	pthread_attr_init(&attr);
 	place_off_loop_cpu(&attr);
-	t0 = run_now_ns();
+	t0 = testevd_now_ns();
 	if (pthread_create(&prod, &attr, producer, r) != 0) {
 		pthread_attr_destroy(&attr);
 		rc = -EAGAIN;
@@ -528,7 +349,7 @@ run_pattern(const struct opts *o, const char *policy, struct result *res)
 	rc = evd_loop_run(r->loop);
 	if (conf.on_idle != NULL)
 		r->kind->idle(r); /* what the last busy rounds batched */
-	t1 = run_now_ns();
+	t1 = testevd_now_ns();
 	pthread_join(prod, NULL);
 	if (have_mon) {
 		__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);

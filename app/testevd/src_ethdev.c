@@ -5,6 +5,7 @@
  * plays the pattern; its packets carry a sequence number and its TSC, and
  * its last one the number it sent.
  */
+#include <inttypes.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -16,8 +17,11 @@
 #include <evd_ethdev.h>
 #include <evd_source.h>
 
+#include "clock.h"
 #include "ethdev_port.h"
-#include "run.h"
+#include "report.h"
+#include "source.h"
+#include "testevd.h"
 
 #define MAX_QUEUES 16
 
@@ -53,7 +57,7 @@ on_port_event(struct evd_source *src, enum rte_eth_event_type type, void *arg)
 				link.link_status ? "up" : "down");
 			/* down: the sender may be gone (run.c ends the run if it stays so) */
 			__atomic_store_n(&v->run->peer_down_ns,
-					 link.link_status ? 0 : RTE_MAX(run_now_ns(), 1ull),
+					 link.link_status ? 0 : RTE_MAX(testevd_now_ns(), 1ull),
 					 __ATOMIC_RELEASE);
 		}
 	} else {
@@ -61,7 +65,7 @@ on_port_event(struct evd_source *src, enum rte_eth_event_type type, void *arg)
 		v->removed = 1;
 		/* no sender can reach it now: run.c ends the run as for a link
 		 * down that stays down */
-		__atomic_store_n(&v->run->peer_down_ns, RTE_MAX(run_now_ns(), 1ull), __ATOMIC_RELEASE);
+		__atomic_store_n(&v->run->peer_down_ns, RTE_MAX(testevd_now_ns(), 1ull), __ATOMIC_RELEASE);
 	}
 }
 
@@ -88,7 +92,7 @@ consume(struct evd_source *src, void *burst, uint16_t n, void *arg)
 		} else if (p->flags & TESTEVD_F_END) {
 			r->remote_total = p->total;
 			/* (after remote_total: the producer reads it once this is set) */
-			__atomic_store_n(&r->end_ns, run_now_ns(), __ATOMIC_RELEASE);
+			__atomic_store_n(&r->end_ns, testevd_now_ns(), __ATOMIC_RELEASE);
 		} else {
 			run_started(r); /* the first: the figures start here */
 			if (qi < v->nq) {

@@ -3,6 +3,7 @@
  * a --trace with source ids gets one ring per id, so the loop has that
  * many sources. */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +11,9 @@
 #include <rte_cycles.h>
 #include <rte_pause.h>
 
-#include "run.h"
+#include "report.h"
+#include "source.h"
+#include "testevd.h"
 #include "trace.h"
 
 #define RING_SIZE 16384

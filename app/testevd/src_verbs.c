@@ -16,7 +16,9 @@
 #include <evd_source.h>
 
 #include "ibv_loopback.h"
-#include "run.h"
+#include "report.h"
+#include "source.h"
+#include "testevd.h"
 
 #define SLOTS 512
 #define WINDOW 256

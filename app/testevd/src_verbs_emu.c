@@ -11,7 +11,9 @@
 #include <evd_ibv.h>
 
 #include "emu_ibv.h"
-#include "run.h"
+#include "report.h"
+#include "source.h"
+#include "testevd.h"
 
 #define CQE 4096
 

@@ -17,7 +17,6 @@
  * library's interpolation (on log g, flat outside the points) serves.
  */
 #include <errno.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -29,8 +28,8 @@
 
 #include <evd_policy.h>
 
-#include "run.h"
-#include "testevd.h"
+#include "clock.h"
+#include "timer_late.h"
 
 #define TL_SLACK_NS 1000ul /* the loop's timer slack (lib/evd/evd_loop.c) */
 #define TL_WARM 3
@@ -45,13 +44,13 @@ wait_once(int epfd, uint64_t g, bool *pwait2)
 {
 	struct timespec ts = { .tv_sec = (time_t)(g / 1000000000ull), .tv_nsec = (long)(g % 1000000000ull) };
 	struct epoll_event ev;
-	uint64_t t0 = run_now_ns(), t;
+	uint64_t t0 = testevd_now_ns(), t;
 
 	if (*pwait2 && epoll_pwait2(epfd, &ev, 1, &ts, NULL) < 0 && (errno == ENOSYS || errno == EPERM))
 		*pwait2 = false; /* before Linux 5.11: ppoll keeps the nanoseconds */
 	if (!*pwait2)
 		(void)ppoll(NULL, 0, &ts, NULL);
-	t = run_now_ns() - t0;
+	t = testevd_now_ns() - t0;
 	return t > g ? t - g : 0;
 }
 

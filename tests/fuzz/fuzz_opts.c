@@ -16,6 +16,8 @@
 
 #include <evd_policy.h>
 
+#include "options.h"
+#include "pattern.h"
 #include "testevd.h"
 
 static int devnull = -1, saved_stderr = -1;

@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* --calibration and --save-calibration: the cost model in a file. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <evd_policy.h>
+
+#include "calibration.h"
+#include "testevd.h"
+#include "timer_late.h"
+
+/* --calibration FILE: a line "B L(10us) L(100us) L(1ms) L(10ms)" in ns, and
+ * optionally a second "T(10us) T(100us) T(1ms) T(10ms)" (how late a timed
+ * wait ends: --score's naps and timeouts; without it L stands in), and
+ * after it optionally a third "C(100us) C(1ms) Lc W" (a timeout's CPU, 0 0
+ * for B; the host's halt window W, a sleep past it or within it after a
+ * longer one waking in at least Lc, 0 0 for none: evd_policy_env), with
+ * '#' comments and blank lines, as --save-calibration writes them. Anything else is refused, with
+ * the line: a fourth line of numbers, a sign, a value out of range (B 1 ns
+ * to 10 ms, the others up to 1 s: the most a machine's sleep or wake can
+ * plausibly cost; beyond, the model's figures overflow), a C at one point
+ * only, a W without its Lc. */
+#define CAL_B_MAX_NS 10000000ull
+#define CAL_L_MAX_NS 1000000000ull
+#define CAL_FORMAT "a line of 5 numbers in ns, B L(10us) L(100us) L(1ms) L(10ms), then " \
+	"optionally one of 4, T(10us) T(100us) T(1ms) T(10ms), then optionally one of 4, " \
+	"C(100us) C(1ms) Lc W"
+
+/* n unsigned numbers in ns from p into v, the first a B if @p b; NULL or why not. */
+static const char *
+calibration_numbers(const char *p, int n, bool b, unsigned long long *v)
+{
+	char *end;
+
+	for (int k = 0; k < n; k++) {
+		p += strspn(p, " \t");
+		if (*p < '0' || *p > '9')
+			return n == 5 ? "expected 5 unsigned numbers in ns" : "expected 4 unsigned numbers in ns";
+		errno = 0;
+		v[k] = strtoull(p, &end, 10);
+		if (strchr(" \t\r\n", *end) == NULL) /* also "0x10", "5e3" */
+			return n == 5 ? "expected 5 unsigned numbers in ns" : "expected 4 unsigned numbers in ns";
+		if (errno != 0 || v[k] > (b && k == 0 ? CAL_B_MAX_NS : CAL_L_MAX_NS) || (b && k == 0 && v[k] == 0))
+			return "a value out of range (B from 1 ns to 10 ms, the others up to 1 s)";
+		p = end;
+	}
+	if (p[strspn(p, " \t\r\n")] != '\0')
+		return n == 5 ? "more than 5 numbers, or text after them"
+			      : "more than 4 numbers, or text after them";
+	return NULL;
+}
+
+int
+calibration_load(const char *path)
+{
+	struct evd_policy_env e = { .wake_at_ns = { 10000, 100000, 1000000, 10000000 } };
+	unsigned long long v[5], tv[4], xv[4];
+	char *line = NULL;
+	size_t cap = 0, lineno = 0;
+	FILE *f = fopen(path, "r");
+	int got = 0, rc;
+	const char *why = NULL;
+	ssize_t len;
+
+	if (f == NULL) {
+		fprintf(stderr, "testevd: --calibration %s: %s\n", path, strerror(errno));
+		return EXIT_USAGE;
+	}
+	while (why == NULL && (len = getline(&line, &cap, f)) > 0) {
+		char *p = line + strspn(line, " \t\r\n");
+
+		lineno++;
+		if (memchr(line, '\0', (size_t)len) != NULL) {
+			why = "a NUL byte";
+			break;
+		}
+		if (*p == '#' || *p == '\0')
+			continue;
+		if (got == 3) {
+			why = "a fourth line of numbers (B and the 4 L, then the 4 T, then C C Lc W)";
+			break;
+		}
+		why = got == 0 ? calibration_numbers(p, 5, true, v)
+			       : calibration_numbers(p, 4, false, got == 1 ? tv : xv);
+		if (why == NULL && got == 0 && (v[2] < v[1] || v[3] < v[2] || v[4] < v[3]))
+			why = "L falling as the time asleep grows (a longer sleep never wakes faster)";
+		if (why == NULL && got == 2 && ((xv[0] == 0) != (xv[1] == 0) || (xv[3] != 0 && xv[2] == 0)))
+			why = "C(100us) and C(1ms) both 0 or neither, and W only with its Lc";
+		got += why == NULL;
+	}
+	free(line);
+	if (why == NULL && ferror(f)) { /* a directory, an I/O error: not an empty file */
+		int e = errno ? errno : EIO;
+
+		fclose(f);
+		fprintf(stderr, "testevd: --calibration %s: %s\n", path, strerror(e));
+		return EXIT_USAGE;
+	}
+	fclose(f);
+	if (why != NULL || !got) {
+		char at[32] = ""; /* the line at fault, if one is */
+
+		if (why != NULL)
+			snprintf(at, sizeof(at), "line %zu: ", lineno);
+		fprintf(stderr, "testevd: --calibration %s: %s%s; the file is " CAL_FORMAT "\n", path,
+			at, why != NULL ? why : "no line of numbers");
+		return EXIT_USAGE;
+	}
+	e.sleep_wake_ns = v[0];
+	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++)
+		e.wake_ns[k] = v[k + 1];
+	if (got == 3) {
+		/* C (0 0: B stands in), and T at its points: the second line's,
+		 * so that adaptive prices a timeout's end as --score charges it */
+		e.timeout_at_ns[0] = 100000;
+		e.timeout_at_ns[1] = 1000000;
+		e.timeout_ns[0] = xv[0];
+		e.timeout_ns[1] = xv[1];
+		e.timeout_late_ns[0] = tv[1];
+		e.timeout_late_ns[1] = tv[2];
+		if (tv[1] == 0 || tv[2] == 0)
+			e.timeout_late_ns[0] = e.timeout_late_ns[1] = 0;
+		e.cold_wake_ns = xv[2];
+		e.window_ns = xv[3];
+	}
+	rc = evd_policy_env_set(&e);
+	if (rc < 0) {
+		fprintf(stderr, "testevd: --calibration %s: %s\n", path, strerror(-rc));
+		return EXIT_RUNTIME;
+	}
+	if (got >= 2) {
+		uint64_t t[EVD_ENV_WAKE_POINTS];
+
+		for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++)
+			t[k] = tv[k];
+		timer_late_set(t);
+	} else {
+		timer_late_from_l(&e);
+	}
+	return 0;
+}
+
+int
+calibration_save(const char *path)
+{
+	const struct evd_policy_env *e = evd_policy_env_get();
+	uint64_t t[EVD_ENV_WAKE_POINTS];
+	FILE *f;
+
+	if (timer_late_measure() < 0)
+		return EXIT_RUNTIME;
+	timer_late_get(t);
+	f = fopen(path, "w");
+	if (f == NULL) {
+		fprintf(stderr, "testevd: --save-calibration %s: %s\n", path, strerror(errno));
+		return EXIT_USAGE;
+	}
+	fprintf(f, "# evd calibration (ns): B, then the wake latency L after 10 us, 100 us, 1 ms, 10 ms\n"
+		"%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n"
+		"# how late a timed wait ends, T, after 10 us, 100 us, 1 ms, 10 ms (naps, timeouts)\n"
+		"%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n"
+		"# a timeout's CPU C after 100 us, 1 ms (0 0: B stands in); a sleep past the host's\n"
+		"# halt window W, or within it after a longer one, wakes in at least Lc (W 0: no window)\n"
+		"%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", e->sleep_wake_ns,
+		e->wake_ns[0], e->wake_ns[1], e->wake_ns[2], e->wake_ns[3], t[0], t[1], t[2], t[3],
+		e->timeout_ns[0], e->timeout_ns[1], e->cold_wake_ns, e->window_ns);
+	if (fclose(f) != 0) {
+		fprintf(stderr, "testevd: --save-calibration %s: %s\n", path, strerror(errno));
+		return EXIT_RUNTIME;
+	}
+	return 0;
+}

@@ -1,0 +1,12 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* --calibration, --save-calibration: B, L, T, C and the host's window in a
+ * file, so that runs and scores can share one cost model. */
+#ifndef TESTEVD_CALIBRATION_H
+#define TESTEVD_CALIBRATION_H
+
+/* Give the library the file's cost model, and T to --score; 0 or an exit status. */
+int calibration_load(const char *path);
+/* Measure T and write it with the library's cost model; 0 or an exit status. */
+int calibration_save(const char *path);
+
+#endif

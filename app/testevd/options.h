@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* testevd's command line, after the EAL options and "--". */
+#ifndef TESTEVD_OPTIONS_H
+#define TESTEVD_OPTIONS_H
+
+#include <stdio.h>
+
+#include "testevd.h"
+
+/* testevd_parse_opts(): 0, EXIT_USAGE (message printed), or this. */
+#define TESTEVD_HELP_SHOWN (-1)
+
+/* Parse testevd's options into o, which holds the defaults. */
+int testevd_parse_opts(int argc, char **argv, struct opts *o);
+void testevd_usage(FILE *f, const char *prog);
+
+#endif
