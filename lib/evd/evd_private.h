@@ -25,7 +25,7 @@ extern int evd__logtype;
 #define EVD_ARG_ERR(rc, fmt, ...) (EVD_LOG(ERR, fmt, ##__VA_ARGS__), (rc))
 
 /* The calibration's wakes per point, at most, its reduction of them to L,
- * and its window (evd_policy.c; tests/test_cal_reduce.c). */
+ * and its window (evd_costs.c; tests/test_cal_reduce.c). */
 #define EVD__CAL_MAX_WAKES 14
 void evd__cal_reduce(uint64_t lat[][EVD__CAL_MAX_WAKES], const int *n, uint64_t *wake_ns,
 		     int *stalls, int *lowered);
