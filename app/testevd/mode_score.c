@@ -192,7 +192,7 @@ oracle_step(double oc[2], uint64_t g, double lambda)
  * window, so the contexts' best cannot be summed: the per-context figure
  * is then the best rule a search found, and what it pays, ctx_rule_search:
  * a rule that exists, not a bound.)
- * The contexts repeat the library's (gap_context() in evd_policy.c, which
+ * The contexts repeat the library's (gap_context() in policy/adaptive/, which
  * it keeps to itself).
  */
 #define HS_GAPS 4

@@ -31,10 +31,10 @@ void evd__cal_reduce(uint64_t lat[][EVD__CAL_MAX_WAKES], const int *n, uint64_t 
 		     int *stalls, int *lowered);
 uint64_t evd__cal_window(const uint64_t *lat, int n, uint64_t *wake_ns, uint64_t cold_ns);
 
-/* adaptive's gap histogram bin of a gap in ns (evd_policy.c;
+/* adaptive's gap histogram bin of a gap in ns (policy/adaptive;
  * tests/test_gap_bin.c) */
 int evd__gap_bin(uint64_t g);
-/* the weight adaptive's histograms hold for a source (evd_policy.c;
+/* the weight adaptive's histograms hold for a source (policy/adaptive;
  * tests/test_policy_slots.c) */
 int evd__adaptive_source_weight(const struct evd_policy *p, uint32_t id, double *w);
 
@@ -89,7 +89,7 @@ struct evd__policy_key {
 };
 
 /* Store each param in its key's dst; an unknown key or a value out of range
- * is -EINVAL, logged with the policy's name and its keys. */
+ * is -EINVAL, logged with the policy's name and its keys (policy/keys.c). */
 int evd__policy_parse_keys(const char *policy, const struct evd_policy_param *p, unsigned int n,
 			   const struct evd__policy_key *keys, unsigned int nkeys);
 
@@ -103,10 +103,12 @@ evd__xorshift(uint64_t *s)
 }
 
 /* A randomised ski-rental threshold on [0, b]: density e^(x/b) / (b (e - 1)),
- * e/(e-1)-competitive (evd_policy_baselines.c). */
+ * e/(e-1)-competitive (policy/baselines.c). */
 uint64_t evd__ski_rand_threshold(uint64_t b, uint64_t *rnd);
 
-/* The baseline policies, NULL-terminated (evd_policy_baselines.c). */
+/* The built-in policies (policy/), for the registry; the baselines
+ * NULL-terminated. */
+extern const struct evd_policy_ops evd__poll_policy, evd__intr_policy, evd__adaptive_policy;
 extern const struct evd_policy_ops *const evd__baseline_policies[];
 
 int evd__policy_create(const char *spec, struct evd_policy *out);

@@ -16,7 +16,7 @@ if ! command -v clang >/dev/null ||
 	exit 77
 fi
 mkdir -p "$work"
-lib=("$src"/lib/evd/*.c)
+lib=("$src"/lib/evd/*.c "$src"/lib/evd/policy/*.c "$src"/lib/evd/policy/adaptive/*.c)
 extra=()
 case $target in
 policy) files=("$src/tests/fuzz/fuzz_policy.c") ;;
