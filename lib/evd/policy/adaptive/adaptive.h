@@ -1,0 +1,282 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The adaptive policy's state and the calls between its files: one file per
+ * mechanism (adaptive.c has the overview and the ops). Calls go one way:
+ * adaptive.c -> decide.c, sources.c -> learn.c -> window.c, guard.c,
+ * superpose.c -> model.c; prewake.c and nap.c sit under the ones that use them.
+ */
+#ifndef EVD_POLICY_ADAPTIVE_H
+#define EVD_POLICY_ADAPTIVE_H
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rte_common.h>
+
+#include "evd_costs_private.h"
+#include "evd_private.h"
+
+/* The gap histograms: two bins per octave from 256 ns, one set per context. */
+#define GAP_BINS 48
+#define GAP_CONTEXTS 4 /* the previous gap: < 4 us, < 64 us, < 1 ms, longer */
+#define PW_SLOTS 8     /* sources followed for pre-wake; more share the least recent slot */
+#define CONTEXTS (GAP_CONTEXTS * PW_SLOTS) /* x the source that ended the gap */
+
+/* When the histograms are learned (learn.c). */
+#define YOUNG 32
+#define DECAY_EVERY 4096 /* gaps */
+#define LEARN_EVERY 256 /* idle gaps */
+#define LEARN_EARLY 64  /* idle gaps, until the first decay (DECAY_EVERY gaps) */
+
+/* Pre-wake (prewake.c): gaps shorter than this are not periods. */
+#define PW_MIN_NS 50000
+
+/* The bounds guard_pick weighs: the window's, W, then guard.c's list. */
+#define GUARD_TRIES 6
+
+/* Pre-wake state of one source: its long gaps' running mean and mean
+ * deviation, and, when it is periodic and waking early pays, the window
+ * around its next expected arrival (absolute loop-clock times). */
+struct pw_slot {
+	uint32_t id;
+	bool used;
+	uint64_t last_ns;             /* its last completion */
+	double mean, dev;
+	uint32_t run;                 /* long gaps in a row within PW_CV of the mean */
+	uint64_t wake_at, end_at;     /* 0: no pre-wake; else sleep until wake_at, poll to end_at */
+};
+
+/* A bound guard_pick weighs: G, its timeout's CPU C(G), its cycle G + T(G)
+ * (the loop runs again T(G) after the timeout), and the timeouts a gap
+ * gets: as many C as the priced L of the longest sleep, the most they can
+ * save on it. */
+struct guard_try {
+	double G, c, cycle, wakes;
+	double bs; /* a sleep under the bound that a notification ends: its CPU */
+};
+
+/*
+ * The cost model's tables, per threshold j (edge j; 0: sleep at once;
+ * GAP_BINS: never) and gap bin i, so that an update is sums only. They
+ * depend on the calibration and the prices alone, so the loops priced alike
+ * share one set, made once and read-only (tables_get; 48 KB, against a
+ * loop's 4 KB: doc/guides/policies.md, "Adaptive's state").
+ */
+struct adaptive_tables {
+	double lambda, lat_budget_ns; /* the prices they were made with */
+	double cost[GAP_BINS + 1][GAP_BINS];
+	double cost_cold[GAP_BINS + 1][GAP_BINS]; /* with a window: the sleep's wake cold */
+	float past[GAP_BINS + 1][GAP_BINS]; /* with a window: evd__bin_past() */
+	uint64_t t_ns[GAP_BINS + 1];
+	double bv[GAP_BINS];          /* bin_value(i) */
+	int bcls[GAP_BINS];           /* gap_context(bin_value(i)) */
+	double td[GAP_BINS + 1];      /* t_ns[j] as a double */
+};
+
+/*
+ * Superposition (loops of several sources): each source's own gaps, from
+ * one round that served it to the next, decayed with the rest; at each
+ * update their survival P(own gap >= edge k); per slot that began a gap,
+ * the cost each rule's threshold would have had on the idle gaps it began
+ * (0: the context's, 1: the superposition's). Made when the loop names its
+ * first source, so that a loop of one source does not hold it.
+ */
+struct adaptive_sources {
+	float hs[PW_SLOTS][GAP_BINS];
+	float surv[PW_SLOTS][GAP_BINS + 1];
+	double rule_cost[PW_SLOTS][2];
+};
+
+struct adaptive {
+	const struct evd_policy_env *env;
+	const struct adaptive_tables *tab; /* shared, or own_tab */
+	struct adaptive_tables *own_tab;   /* not shared: this instance's, freed with it */
+	double log_at[EVD_ENV_WAKE_POINTS]; /* log of env->wake_at_ns: wake_lat reads it */
+	double lambda;
+	uint64_t cap_ns;      /* spin_max_us, or UINT64_MAX */
+	double lat_budget_ns; /* budget_us: added latency up to this is free (0: none) */
+	uint64_t nap_ns;      /* the nap the budget leaves room for (0: none) */
+	double nap_late_ns;   /* how late a nap ends: its 90th percentile, learned */
+	uint64_t last_gap_ns; /* the gap that ended at the last completion */
+	bool napping;         /* the last action was a nap (on_wake: a nap's end) */
+	double nap_gap, nap_burst; /* at the idle gaps: gap and completions, averaged (naps only) */
+	bool naps_late;       /* naps stopped: they ended too late for the budget */
+	bool lock_in_pays;    /* lambda > 0, L(B) over the budget: lock-in saves priced latency */
+	uint64_t guard_ns;    /* the bound on a sleep while traffic is recent, or UINT64_MAX */
+	bool guard_auto;      /* guard_us unset: the model's pick per context (ctx_guard)... */
+	uint32_t guard_wakes; /* ...for at most this many timeouts a gap */
+	bool learn;
+	/* learn=0: the calibrated ski-rental rule */
+	uint64_t budget_ns, spin_ns, pause_ns;
+	/* learning: one histogram per context (the length of the previous gap),
+	 * since gaps come in runs (bursts, then silence): n_ctx_used of them,
+	 * GAP_CONTEXTS per slot in use, grown as sources take slots (w_room) */
+	float (*w)[GAP_BINS];
+	uint64_t samples;
+	uint64_t last_event_ns;
+	int ctx;                      /* the context of the gap under way */
+	uint64_t threshold_ns;        /* for the gap under way */
+	uint64_t ctx_threshold[CONTEXTS];
+	uint64_t ctx_guard[CONTEXTS]; /* guard_us unset: the bound on its sleeps, or UINT64_MAX... */
+	uint64_t ctx_guard_span[CONTEXTS]; /* ...for this long past the threshold */
+	uint64_t guard_for_ns;        /* guard_us=N: bound the sleeps while idle under this... */
+	uint32_t guard_off;           /* ...but not in these contexts (guard_reach) */
+	uint32_t ctx_own;             /* contexts whose threshold is their own (not pooled) */
+	uint64_t pooled_ns;           /* the threshold of all contexts together */
+	uint64_t pooled_guard;        /* guard_us unset: the bound of all contexts together... */
+	uint64_t pooled_guard_span;   /* ...and its span */
+	/* the host's halt window (env->window_ns): a sleep within it after a
+	 * longer one wakes in cold_wake_ns, not L */
+	bool window;
+	bool win_live;                /* window, and some gap of the histograms outlasts W */
+	bool late_known;              /* env has T: a timeout's end is priced */
+	bool c_known;                 /* env has C: a timer's CPU is priced */
+	bool cold;                    /* the last halt outlasted W (on_wake) */
+	bool been_cold;               /* the window was ever shut: the cold guards are weighed */
+	bool cold_gap;                /* the gap under way began cold: the cold rules */
+	uint64_t asked_ns;            /* the last sleep's or nap's bound (0: none) */
+	double pen[GAP_CONTEXTS];     /* per class of a gap: what starting it cold adds */
+	double (*cdf)[GAP_BINS];      /* with a window: per class, P(next gap < bin i's top) */
+	uint64_t ctx_threshold_cold[CONTEXTS]; /* the contexts' rules for a cold start */
+	uint64_t ctx_guard_cold[CONTEXTS], ctx_guard_span_cold[CONTEXTS];
+	uint64_t pooled_cold_ns, pooled_guard_cold, pooled_guard_span_cold;
+	uint32_t idle_left;           /* idle gaps (the loop had to decide) to the next update */
+	uint64_t young_buy_ns;        /* while young: the price of a sleep, B + lambda L */
+	uint64_t next_decay;          /* samples at the next halving: 4096, then +4096 */
+	uint64_t next_check;          /* samples at the next update or halving */
+	uint64_t rnd;
+	bool lock_in;                 /* the last round found a burst: the loop is behind */
+	/* pre-wake */
+	bool prewake;
+	bool superpose;               /* superpose=0: the context rule alone */
+	bool per_source;              /* the loop tells which source each round served */
+	uint32_t slot_ctx;            /* GAP_CONTEXTS x the slot of the source served last */
+	uint32_t n_ctx_used;          /* contexts in use: GAP_CONTEXTS x (highest slot + 1) */
+	uint32_t pw_active;           /* slots with a pre-wake set */
+	struct pw_slot pw[PW_SLOTS];  /* per source (slot 0 only: the loop as one source) */
+	struct adaptive_sources *src; /* loops of several sources: from the first source named */
+	bool alone;                   /* no memory for src: the loop is learned as one source */
+	uint32_t sup_mask;            /* slots in the superposition (at least 2, else 0) */
+	uint64_t gap_t[2];            /* the gap under way: both rules' thresholds... */
+	uint32_t gap_slot;            /* ...the slot that began it... */
+	bool gap_scored;              /* ...and whether it was idle (both are scored) */
+	uint64_t sup_gaps;            /* idle gaps on the superposition's threshold */
+	/* the bounds guard_pick weighs (W first), taken once: they depend on
+	 * the environment and the knobs only; gtry_ok: one timeout or more */
+	struct guard_try gtry[GUARD_TRIES];
+	bool gtry_ok[GUARD_TRIES];
+};
+
+static inline int
+gap_context(uint64_t g)
+{
+	return g < 4000 ? 0 : g < 64000 ? 1 : g < 1000000 ? 2 : 3;
+}
+
+/* Two bins per octave above 256 ns, split where bin_edge() splits them (at
+ * sqrt(2) times the octave's start), found by the gap's top bit: bin_base
+ * is the octave's first bin, bin_split the least gap of its second,
+ * ceil(2^(m + 1/2)) for top bit m (tests/test_gap_bin.c checks both
+ * tables against the edges). Under 256 ns (m < 8) the split is never
+ * reached; from 2^32 ns on it always is (bin 47). Two loads and no branch:
+ * this runs at every round that finds work. adaptive_events went from 56
+ * to 46 instructions a call with it (g^2 against 2^(2m + 1) before, and
+ * a branch at each end); callgrind, the saturated ring, 8 runs each:
+ * 55.51-55.81 instructions an event, 55.78-56.25 before (poll: 53.44). */
+static const uint8_t bin_base[64] = {
+	[0 ... 7] = 0,
+	0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22,
+	24, 26, 28, 30, 32, 34, 36, 38, 40, 42, 44, 46,
+	[32 ... 63] = GAP_BINS - 2,
+};
+
+static const uint64_t bin_split[64] = {
+	[0 ... 7] = UINT64_MAX,
+	363, 725, 1449, 2897, 5793, 11586, 23171, 46341,
+	92682, 185364, 370728, 741456, 1482911, 2965821, 5931642, 11863284,
+	23726567, 47453133, 94906266, 189812532, 379625063, 759250125, 1518500250, 3037000500,
+	[32 ... 63] = 0,
+};
+
+static inline int
+gap_bin(uint64_t g)
+{
+	int m = 63 - __builtin_clzll(g | 1);
+
+	return bin_base[m] + (g >= bin_split[m]);
+}
+
+/* The decay's halving. A weight under 1e-30 (a gap's, about 100 halvings
+ * ago) goes to 0: halved on, it would turn subnormal, whose arithmetic is
+ * slow on x86 without flush-to-zero, for some 50 halvings more. */
+static inline double
+halve(double w)
+{
+	return w < 1e-30 ? 0 : w * 0.5;
+}
+
+/* The priced part of an added latency: what exceeds the budget. */
+static inline double
+priced(const struct adaptive *a, double latency_ns)
+{
+	return fmax(latency_ns - a->lat_budget_ns, 0);
+}
+
+/* The policy's L: the points' logs were taken at create (one log() a
+ * figure, not three; guard_pick takes up to six figures a bin). */
+static inline double
+wake_lat(const struct adaptive *a, uint64_t g)
+{
+	return evd__wake_interp(a->env, a->log_at, g);
+}
+
+/* L of a sleep of g after a halt of @p prev (the window's state). */
+static inline double
+wake_lat_after(const struct adaptive *a, double g, double prev)
+{
+	double l = wake_lat(a, (uint64_t)g);
+
+	return a->window ? evd__wake_windowed(a->env, l, g, prev) : l;
+}
+
+/* model.c: the cost of a gap under a threshold, the tables, the cheapest threshold */
+double evd__model_cost_at(const struct adaptive *a, double g, double t, bool cold);
+double evd__model_cost(const struct adaptive *a, double g, double t);
+double evd__bin_past(const struct adaptive *a, int i, double t);
+double evd__priced_wake_share(const struct adaptive *a, double s, double past, bool prev_cold);
+double evd__bin_cost_warm(const struct adaptive *a, int i, double g, double t, double *past);
+const struct adaptive_tables *evd__tables_get(const struct adaptive *a,
+					      struct adaptive_tables **own);
+uint64_t evd__best_thresholds(const struct adaptive *a, const double *w, uint64_t *cold_t,
+			      double *least_w, double *least_c);
+uint64_t evd__best_threshold(const struct adaptive *a, const double *w);
+
+/* window.c, guard.c, superpose.c: what the update learns beside the thresholds */
+void evd__window_learn(struct adaptive *a, double cls[][GAP_BINS]);
+void evd__window_wake(struct adaptive *a, uint64_t slept, enum evd_wake_reason why);
+void evd__guard_bounds_init(struct adaptive *a);
+uint64_t evd__guard_pick(const struct adaptive *a, const double *w, uint64_t thr, bool cold,
+			 uint64_t *span);
+void evd__ctx_guards(struct adaptive *a, uint32_t c, const double *w);
+bool evd__guard_reach(const struct adaptive *a, const double *w, uint64_t t);
+void evd__superpose_set(struct adaptive *a, uint32_t mask);
+void evd__superpose_learn(struct adaptive *a, bool decay);
+void evd__superpose_choose(struct adaptive *a) __attribute__((cold));
+
+/* prewake.c, nap.c */
+void evd__prewake_learn(struct adaptive *a, struct pw_slot *sl, uint64_t now, uint64_t g);
+void evd__prewake_source(struct adaptive *a, struct pw_slot *sl, uint64_t now);
+void evd__nap_length(struct adaptive *a);
+void evd__naps_retry(struct adaptive *a);
+void evd__nap_wake(struct adaptive *a, uint64_t slept, enum evd_wake_reason why);
+
+/* learn.c */
+void evd__young_threshold(struct adaptive *a);
+void evd__adaptive_update(struct adaptive *a);
+
+/* the ops adaptive.c's table names from decide.c and sources.c */
+enum evd_action evd__adaptive_decide(void *st, const struct evd_policy_input *in, uint64_t *arg);
+void evd__adaptive_source_events(void *st, uint64_t now, uint32_t id, uint32_t n);
+
+#endif /* EVD_POLICY_ADAPTIVE_H */

@@ -1,0 +1,248 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The guard: a bound on a sleep while traffic is recent, picked by the
+ * model per context (guard_us unset) or given (guard_us=N).
+ */
+#include <assert.h>
+
+#include "adaptive.h"
+
+/* The bounds guard_pick weighs, besides none (and the window's, W). */
+static const uint64_t guard_try_ns[] = { 1000000, 2000000, 3000000, 5000000, 10000000 };
+static_assert(GUARD_TRIES == RTE_DIM(guard_try_ns) + 1, "W, then the list");
+
+static void
+guard_try_at(const struct adaptive *a, uint64_t G, struct guard_try *g)
+{
+	g->G = (double)G;
+	g->c = fmax(evd_policy_env_timeout_ns(a->env, G), 1.0);
+	g->bs = evd_policy_env_bounded_sleep_ns(a->env, G);
+	/* (an environment without T: the timeout's end is not priced, as
+	 * before T was measured) */
+	g->cycle = g->G + (a->late_known ? evd_policy_env_timeout_late_ns(a->env, G) : 0);
+	g->wakes = fmin(floor(a->lambda * priced(a, evd__wake_most(a->env)) / g->c),
+			(double)a->guard_wakes);
+}
+
+/* The bounds guard_pick weighs, taken once at create: they depend on the
+ * environment and the keys only; one that gets no timeout is left out. */
+void
+evd__guard_bounds_init(struct adaptive *a)
+{
+	for (int k = 0; k < (int)GUARD_TRIES; k++) {
+		guard_try_at(a, k == 0 ? a->env->window_ns : guard_try_ns[k - 1], &a->gtry[k]);
+		a->gtry_ok[k] = a->gtry[k].wakes >= 1 && (k > 0 || a->window);
+	}
+}
+
+/* The priced wait of an arrival the loop serves x late (a timeout's
+ * lateness) at the end of a gap g, and of those that come after it
+ * meanwhile, each waiting about x / 2: the first with F1, the chance that
+ * the gap after one like g is under x (the histogram of the gaps that
+ * followed gaps of g's class), each next one with F0, the same after a
+ * gap under 4 us (a burst): F1 / (1 - F0) of them (F0 at most 0.99). A
+ * burst that lands in a timeout's lateness waits whole (apt-download-2 at
+ * 100x: with F at most 0.9 for both the bound at W cost 1.63 against 1.18
+ * without). (Without the window's figures, none: the arrival alone.) */
+static double
+late_cost(const struct adaptive *a, double g, double x)
+{
+	int i = gap_bin((uint64_t)x);
+	double f1, f0;
+
+	if (!a->window)
+		return priced(a, x);
+	f1 = a->cdf[gap_context((uint64_t)g)][i];
+	f0 = fmin(a->cdf[0][i], 0.99);
+	return priced(a, x) * (1 + 0.5 * f1 / (1 - f0));
+}
+
+/*
+ * The model's cost of a gap g (t spun, then s = g - t asleep) when the
+ * sleeps are bounded at G for at most g->wakes timeouts. Each timeout
+ * costs C(G) and the loop runs again T(G) after it: k whole cycles of
+ * G + T(G) pass, then the arrival comes either within the next sleep
+ * (B, the wake latency of a sleep r after a halt of G: cold within the
+ * window after a G past it) or during the next timeout's lateness (C, it
+ * waits for the loop). After the last timeout the sleep is unbounded. A
+ * last halt past the window adds the pen. With no timeout (s <= G)
+ * that is the cost unbounded, @p none, which the caller has already; the
+ * gap began @p cold or warm (the window's state before its first sleep).
+ */
+static double
+guard_cost(const struct adaptive *a, int i, double t, const struct guard_try *b, double none,
+	   bool cold)
+{
+	double g = a->tab->bv[i];
+	double s = g - t, k = floor(s / b->cycle), r, w = (double)a->env->window_ns;
+	double B = (double)a->env->sleep_wake_ns, pen = a->window ? a->pen[a->tab->bcls[i]] : 0;
+	double bs = b->bs; /* a notified sleep under the bound: its timer's CPU too */
+
+	if (s <= b->G)
+		return none + bs - B; /* no timeout, but the timer was armed */
+	if (k >= b->wakes)
+		k = b->wakes;
+	if (b->G <= w && k < b->wakes && b->cycle > b->G) {
+		/* a bound within the window: its cycle (158 us here) is shorter
+		 * than the bins (a half octave: 150 us wide at 440 us), so where
+		 * in a cycle the arrival lands is spread: in a sleep (G of the
+		 * cycle: woken warm, L at about G / 2; before the first timeout,
+		 * as the gap began, warm or cold) or in a timeout's
+		 * lateness (T of it: waits about T / 2, with what follows it).
+		 * Taken at the bin's middle alone, a bin landed in one or the
+		 * other: apt-download-2 at 100x, bound at W where it cost 1.63
+		 * against 1.18 unbounded. */
+		double pl = (b->cycle - b->G) / b->cycle;
+		double in_sleep = t + k * b->c + bs +
+				  a->lambda * priced(a, wake_lat_after(a, b->G / 2,
+								       k == 0 ? (cold ? INFINITY : 0) : b->G));
+
+		return (1 - pl) * in_sleep +
+		       pl * (t + (k + 1) * b->c + a->lambda * late_cost(a, g, (b->cycle - b->G) / 2));
+	}
+	r = s - k * b->cycle;
+	if (k == b->wakes || r <= b->G || b->cycle <= b->G) {
+		/* the last sleep, r: past W it wakes cold and leaves the window
+		 * shut (the pen). The bin's gaps spread on log g, as for the
+		 * unbounded cost (bin_past): its share past t + k cycles + W,
+		 * not its middle's side of W alone, which made a step; after a
+		 * halt of G past W it wakes cold whatever its length */
+		double p = a->window && (k == b->wakes || b->G > w) ? evd__bin_past(a, i, t + k * b->cycle) : 0;
+
+		return t + k * b->c + (k == b->wakes ? B : bs) +
+		       a->lambda * evd__priced_wake_share(a, r, p, a->window && b->G > w) + p * pen;
+	}
+	return t + (k + 1) * b->c + a->lambda * late_cost(a, g, b->cycle - r) +
+	       (a->window && b->G > w ? pen : 0);
+}
+
+/*
+ * guard_us unset: bound the sleeps or not, as the model says. Where the
+ * wake latency grows with the time asleep (L of the calibration), a sleep
+ * cut short by a timeout every G trades a C per timeout for the latency
+ * of a shorter sleep; where the host has a halt window, a bound within it
+ * (W) keeps every wake warm, the next gap's too. A gap gets at most
+ * g->wakes timeouts: a gap far longer than the histogram foretold (a
+ * silence) costs at most that, not a C every G for the loop's whole
+ * window. Per context, over its histogram (or all contexts', while its
+ * own is young), with its threshold, for a gap that starts @p cold or
+ * warm, the expected cost of each bound and of none; the least wins, and
+ * *span says how long past the threshold it bounds. Gaps too short for a
+ * timeout cost the same under every bound and are left out.
+ */
+uint64_t
+evd__guard_pick(const struct adaptive *a, const double *w, uint64_t thr, bool cold, uint64_t *span)
+{
+	double cost[GUARD_TRIES + 1] = { 0 }, least, t = (double)thr;
+	const struct guard_try *b[GUARD_TRIES];
+	int nb = 0, best = -1;
+
+	*span = 0;
+	/* (a bound whose timeout costs more than the priced L it could save
+	 * gets no timeout: left out) */
+	for (int k = a->win_live ? 0 : 1; k < (int)GUARD_TRIES; k++)
+		if (a->gtry_ok[k])
+			b[nb++] = &a->gtry[k];
+	if (nb == 0)
+		return UINT64_MAX;
+	/* gaps shorter than the threshold have no sleep, the same cost under
+	 * every bound; those shorter than the threshold and the least bound
+	 * no timeout, but where a timer's CPU was measured a sleep with one
+	 * armed costs more (evd_policy_env_bounded_sleep_ns): they count too
+	 * (a threshold of never leaves none) */
+	if (thr >= UINT64_MAX - (uint64_t)b[0]->G)
+		return UINT64_MAX;
+	for (int i = a->c_known ? gap_bin(thr) : gap_bin(thr + (uint64_t)b[0]->G); i < GAP_BINS; i++) {
+		double g, none;
+
+		/* a bin halved to under 1 % of a gap weighs nothing here (the
+		 * halving empties one only after about 100 halvings): not worth
+		 * a wake latency's log */
+		if (w[i] < 0.01 || (g = a->tab->bv[i]) <= t || (!a->c_known && g <= t + b[0]->G))
+			continue;
+		if (!a->window) {
+			none = evd__model_cost_at(a, g, t, cold);
+		} else {
+			double past;
+
+			if (cold) {
+				none = evd__model_cost_at(a, g, t, true);
+				past = evd__bin_past(a, i, t);
+			} else {
+				none = evd__bin_cost_warm(a, i, g, t, &past);
+			}
+			none += past * a->pen[a->tab->bcls[i]];
+		}
+		cost[0] += w[i] * none;
+		for (int k = 0; k < nb; k++)
+			cost[k + 1] += w[i] * guard_cost(a, i, t, b[k], none, cold);
+	}
+	least = cost[0];
+	for (int k = 0; k < nb; k++)
+		if (cost[k + 1] < least) {
+			least = cost[k + 1];
+			best = k;
+		}
+	if (best < 0)
+		return UINT64_MAX;
+	*span = (uint64_t)(b[best]->wakes * b[best]->cycle);
+	return (uint64_t)b[best]->G;
+}
+
+/* A context's guards (warm and, with a window, cold): its own from its
+ * histogram @p w, or the pooled ones (@p w NULL). */
+void
+evd__ctx_guards(struct adaptive *a, uint32_t c, const double *w)
+{
+	bool own = w != NULL;
+
+	a->ctx_guard[c] = own ? evd__guard_pick(a, w, a->ctx_threshold[c], false,
+					   &a->ctx_guard_span[c])
+			      : a->pooled_guard;
+	if (!own)
+		a->ctx_guard_span[c] = a->pooled_guard_span;
+	if (!a->win_live || !a->been_cold) { /* the cold rules are the warm ones */
+		a->ctx_guard_cold[c] = a->ctx_guard[c];
+		a->ctx_guard_span_cold[c] = a->ctx_guard_span[c];
+		return;
+	}
+	a->ctx_guard_cold[c] = own ? evd__guard_pick(a, w, a->ctx_threshold_cold[c], true,
+						&a->ctx_guard_span_cold[c])
+				   : a->pooled_guard_cold;
+	if (!own)
+		a->ctx_guard_span_cold[c] = a->pooled_guard_span_cold;
+}
+
+/* guard_us=N within the host's halt window: whether the bound pays in a
+ * context (@p w, its histogram; @p t, its threshold). Such a bound is for
+ * latency (it keeps the wakes warm); a longer one is also a backstop (a
+ * wake the platform loses costs at most N: troubleshooting.md) and always
+ * applies. Every sleep then arms a timer N away, which costs
+ * C(N) - B more CPU than a sleep bounded only by max_sleep_us (where C was
+ * measured: on this VM 12 us, and more in a forwarder: guard_us=100 at
+ * 50k/s spent 69 against 37 % CPU at the same p99). What it buys is in the
+ * sleeps it cuts short, those in gaps longer than t + N: each wakes at
+ * L(N) instead of the longest sleep's L or the cold wake (wake_most),
+ * priced. Where the sleeps it cuts short are too few to pay for the
+ * timers of all the sleeps (at Poisson 50k/s, 0.7 % of them outlast
+ * 100 us), the bound stays off; with no C measured it costs nothing and
+ * stays on, as before. */
+bool
+evd__guard_reach(const struct adaptive *a, const double *w, uint64_t t)
+{
+	double tot = 0, sleeps = 0, cut = 0, edge, cost, save;
+
+	if (t == UINT64_MAX) /* it never sleeps */
+		return false;
+	cost = evd_policy_env_bounded_sleep_ns(a->env, a->guard_ns) - (double)a->env->sleep_wake_ns;
+	edge = (double)t + (double)a->guard_ns;
+	for (int i = 0; i < GAP_BINS; i++) {
+		tot += w[i];
+		sleeps += a->tab->bv[i] > (double)t ? w[i] : 0;
+		cut += a->tab->bv[i] > edge ? w[i] : 0;
+	}
+	if (tot <= 0 || cost <= 0) /* nothing learned yet, or a timer that costs nothing */
+		return true;
+	save = a->lambda * priced(a, evd__wake_most(a->env) - wake_lat(a, a->guard_ns));
+	return cut > 0 && cut * save >= sleeps * cost;
+}

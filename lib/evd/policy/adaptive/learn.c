@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Learning: the young threshold, then at each update every context's
+ * threshold (and bound) from its histogram, and the decay.
+ */
+
+#include <string.h>
+
+#include "adaptive.h"
+
+/* Ski rental while the histogram is young: the price of buying (a sleep)
+ * is what a sleep costs in this model, B and the priced wake latency (the
+ * least, L after the shortest sleep), not B alone: with latency priced,
+ * [0, B] slept through gaps that were cheaper to spin. */
+void
+evd__young_threshold(struct adaptive *a)
+{
+	a->threshold_ns = RTE_MIN(evd__ski_rand_threshold(a->young_buy_ns, &a->rnd), a->cap_ns);
+}
+
+/* Per context, from its own histogram once it has enough weight, else from
+ * all contexts together. Then, if @p decay, age the histograms (halving
+ * every 4096 gaps is the decay). */
+static void
+learn_threshold(struct adaptive *a, bool decay)
+{
+	double all[GAP_BINS] = { 0 }, n[CONTEXTS] = { 0 }, cls[GAP_CONTEXTS][GAP_BINS] = { { 0 } };
+
+	for (uint32_t c = 0; c < a->n_ctx_used; c++)
+		for (int i = 0; i < GAP_BINS; i++) {
+			all[i] += a->w[c][i];
+			cls[c % GAP_CONTEXTS][i] += a->w[c][i];
+			n[c] += a->w[c][i];
+		}
+	/* (with a window, on the last update's prices of a cold start: they
+	 * come from thresholds, which come from them) */
+	/* the window matters where 1 % or more of the gaps of 4 us or more
+	 * (those a rule might sleep in) outlast it: else (a loaded loop; the
+	 * halving changes no bin's share) none of its sums, the cold rules the
+	 * warm ones (callgrind, the saturated ring: 59.8 instructions per
+	 * event with them all, against 55.8 before the window). Counted
+	 * against every gap, a burst's sub-4 us gaps hid the few long ones
+	 * that shut the window before the sleeps that pay for it:
+	 * apt-download-2 at 100x, 5 of 2,178 gaps past W, 5 of 100 over 4 us,
+	 * scored 1.236 with the window ignored, 1.185 weighed */
+	a->win_live = false;
+	if (a->window) {
+		double tot = 0, lng = 0;
+
+		for (int i = 0; i < GAP_BINS; i++) {
+			tot += a->tab->bv[i] >= 4000 ? all[i] : 0;
+			lng += a->tab->bv[i] > (double)a->env->window_ns ? all[i] : 0;
+		}
+		a->win_live = lng > 0.01 * tot;
+	}
+	if (!a->win_live)
+		memset(a->pen, 0, sizeof(a->pen));
+	a->pooled_ns = evd__best_thresholds(a, all, &a->pooled_cold_ns, NULL, NULL);
+	if (a->win_live)
+		evd__window_learn(a, cls);
+	/* every young context's, and a new source's (pw_slot_of) */
+	if (a->guard_auto) {
+		a->pooled_guard = evd__guard_pick(a, all, a->pooled_ns, false, &a->pooled_guard_span);
+		a->pooled_guard_cold = a->pooled_guard;
+		a->pooled_guard_span_cold = a->pooled_guard_span;
+		if (a->win_live && a->been_cold)
+			a->pooled_guard_cold = evd__guard_pick(a, all, a->pooled_cold_ns, true,
+							  &a->pooled_guard_span_cold);
+	}
+	for (uint32_t c = 0; c < a->n_ctx_used; c++) {
+		bool own = n[c] >= YOUNG;
+		double wc[GAP_BINS]; /* the sums are in double, the histograms float */
+
+		for (int i = 0; i < GAP_BINS; i++)
+			wc[i] = a->w[c][i];
+		if (own) {
+			a->ctx_threshold[c] = evd__best_thresholds(a, wc, &a->ctx_threshold_cold[c],
+							      NULL, NULL);
+		} else {
+			a->ctx_threshold[c] = a->pooled_ns;
+			a->ctx_threshold_cold[c] = a->pooled_cold_ns;
+		}
+		a->ctx_own = own ? a->ctx_own | 1u << c : a->ctx_own & ~(1u << c);
+		if (a->guard_auto) {
+			evd__ctx_guards(a, c, own ? wc : NULL);
+		} else if (a->guard_ns <= a->env->window_ns) {
+			bool reach = own ? evd__guard_reach(a, wc, a->ctx_threshold[c])
+					 : evd__guard_reach(a, all, a->pooled_ns);
+
+			a->guard_off = reach ? a->guard_off & ~(1u << c) : a->guard_off | 1u << c;
+		}
+		for (int i = 0; decay && i < GAP_BINS; i++)
+			a->w[c][i] = halve(a->w[c][i]);
+	}
+	evd__superpose_learn(a, decay);
+	if (a->window)
+		EVD_LOG(DEBUG, "policy adaptive: host window: a cold start costs %.0f %.0f %.0f %.0f ns "
+			"more; cold thresholds %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " ns; bounds "
+			"warm %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 ", cold %" PRIu64 " %" PRIu64
+			" %" PRIu64 " %" PRIu64 " ns (per context, slot 0; %" PRIu64 ": none)",
+			a->pen[0], a->pen[1], a->pen[2], a->pen[3], a->ctx_threshold_cold[0],
+			a->ctx_threshold_cold[1], a->ctx_threshold_cold[2], a->ctx_threshold_cold[3],
+			a->ctx_guard[0], a->ctx_guard[1], a->ctx_guard[2], a->ctx_guard[3],
+			a->ctx_guard_cold[0], a->ctx_guard_cold[1], a->ctx_guard_cold[2],
+			a->ctx_guard_cold[3], UINT64_MAX);
+	EVD_LOG(DEBUG, "policy adaptive: %" PRIu64 " gaps; spin thresholds per context "
+		"(previous gap < 4 us, < 64 us, < 1 ms, longer; slot 0): %" PRId64 " %" PRId64 " %" PRId64
+		" %" PRId64 " ns (-1: never sleep)", a->samples,
+		a->ctx_threshold[0] == UINT64_MAX ? -1 : (int64_t)a->ctx_threshold[0],
+		a->ctx_threshold[1] == UINT64_MAX ? -1 : (int64_t)a->ctx_threshold[1],
+		a->ctx_threshold[2] == UINT64_MAX ? -1 : (int64_t)a->ctx_threshold[2],
+		a->ctx_threshold[3] == UINT64_MAX ? -1 : (int64_t)a->ctx_threshold[3]);
+}
+
+/* Young (under 32 gaps): a new randomised threshold for every gap. Then
+ * learn at 32 gaps and every 64 idle gaps (counted from the first gap)
+ * until the first decay, every 256 after (idle gaps: those in which the
+ * loop had to decide; the threshold matters only there, and a saturated
+ * loop, which has none, pays nothing; adaptive_decide counts them and
+ * brings next_check forward), halving the histograms every 4096 gaps (the
+ * decay). Every 4096 gaps alone was the first schedule: short captures
+ * then ran on what 32 gaps had taught (reddit x100: ratio 1.53, then 1.45
+ * with 256). 64 early, with the young price above: apt-download x100
+ * 1.343 -> 1.161 (bench/results/score.md); later updates stay at 256:
+ * each is sums over every context's histogram. */
+void __attribute__((noinline))
+evd__adaptive_update(struct adaptive *a)
+{
+	bool decay;
+
+	if (a->gap_scored) {
+		/* A gap sup_choose saw begin has ended (last_gap_ns): charge
+		 * both rules; here, not in adaptive_events, which a saturated
+		 * loop runs at every round. In a real loop a gap that ended in
+		 * a wake is measured long by the wake latency (here as in the
+		 * histograms): the rule that did not sleep is then charged a
+		 * sleep for some gaps it would have spun through. The model
+		 * (--score) starts the next gap at the arrival: no such lean. */
+		double g = (double)a->last_gap_ns;
+
+		a->src->rule_cost[a->gap_slot][0] += evd__model_cost(a, g, (double)a->gap_t[0]);
+		a->src->rule_cost[a->gap_slot][1] += evd__model_cost(a, g, (double)a->gap_t[1]);
+		a->gap_scored = false;
+		if (a->samples >= YOUNG && a->idle_left != 0 && a->samples < a->next_decay) {
+			a->next_check = a->next_decay; /* nothing else is due */
+			return;
+		}
+	}
+	if (a->samples < YOUNG) {
+		evd__young_threshold(a);
+		a->next_check = a->samples + 1; /* YOUNG at the start: every gap until then */
+		for (int c = 0; c < CONTEXTS; c++)
+			a->ctx_threshold[c] = a->ctx_threshold_cold[c] = a->threshold_ns;
+		return;
+	}
+	decay = a->samples >= a->next_decay;
+	if (decay)
+		a->next_decay += DECAY_EVERY;
+	if (a->idle_left == 0)
+		a->idle_left = a->samples < DECAY_EVERY ? LEARN_EARLY : LEARN_EVERY;
+	learn_threshold(a, decay);
+	evd__naps_retry(a);
+	a->next_check = a->next_decay;
+}

@@ -1,0 +1,230 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The cost model: what a gap costs under a spin threshold (B, the priced
+ * wake latency L, the host's window), in tables made once per pair of
+ * prices, and the threshold with the least expected cost over a histogram.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "adaptive.h"
+
+static double
+bin_value(int i)
+{
+	return 256.0 * pow(2.0, (i + 0.5) / 2.0);
+}
+
+static double
+bin_edge(int i)
+{
+	return 256.0 * pow(2.0, i / 2.0);
+}
+
+/* gap_bin for tests/test_gap_bin.c (internal, not exported) */
+int
+evd__gap_bin(uint64_t g)
+{
+	return gap_bin(g);
+}
+
+/* The model's cost of a gap g under threshold t: spun through (g <= t),
+ * or t spun, then a sleep (B) and its priced wake latency (cold: after a
+ * halt past the window). */
+double
+evd__model_cost_at(const struct adaptive *a, double g, double t, bool cold)
+{
+	if (g <= t)
+		return g;
+	return t + (double)a->env->sleep_wake_ns +
+	       a->lambda * priced(a, wake_lat_after(a, g - t, cold ? INFINITY : 0));
+}
+
+double
+evd__model_cost(const struct adaptive *a, double g, double t)
+{
+	return evd__model_cost_at(a, g, t, false);
+}
+
+/* With a window: the share of bin i's gaps whose sleep after threshold t
+ * outlasts W (the bin's gaps spread evenly on log g). Its middle alone was
+ * a step: a threshold of 11.6 us put all of the bin around 100 us under W,
+ * so at Poisson 20k/s the model spun 11.6 us before every sleep to keep
+ * them warm (scorer: ratio 1.739 against intr's 1.590). */
+double
+evd__bin_past(const struct adaptive *a, int i, double t)
+{
+	double lo = bin_edge(i), hi = bin_edge(i + 1), x = t + (double)a->env->window_ns;
+
+	if (x <= lo)
+		return 1;
+	if (x >= hi)
+		return 0;
+	return log(hi / x) / log(hi / lo);
+}
+
+/* A bin's wake of a sleep s, priced: its share @p past (of W, bin_past)
+ * wakes cold, at least Lc; the rest in L(s), or cold as well where the
+ * halt before it was past W (@p prev_cold). */
+double
+evd__priced_wake_share(const struct adaptive *a, double s, double past, bool prev_cold)
+{
+	double l = wake_lat(a, (uint64_t)s), lc = fmax(l, (double)a->env->cold_wake_ns);
+
+	return (1 - past) * priced(a, prev_cold ? lc : l) + past * priced(a, lc);
+}
+
+/* The model's cost of a gap of bin i (@p g, its middle) that starts warm
+ * under threshold t, with a window: the bin's share that sleeps past W
+ * wakes cold (*past). */
+double
+evd__bin_cost_warm(const struct adaptive *a, int i, double g, double t, double *past)
+{
+	*past = evd__bin_past(a, i, t);
+	if (g <= t)
+		return g;
+	return t + (double)a->env->sleep_wake_ns +
+	       a->lambda * evd__priced_wake_share(a, g - t, *past, false);
+}
+
+/* The cost tables of the model, for @p a's environment and prices. */
+static void
+cost_table(const struct adaptive *a, struct adaptive_tables *tb)
+{
+	tb->lambda = a->lambda;
+	tb->lat_budget_ns = a->lat_budget_ns;
+	for (int i = 0; i < GAP_BINS; i++) {
+		tb->bv[i] = bin_value(i);
+		tb->bcls[i] = gap_context((uint64_t)tb->bv[i]);
+	}
+	for (int j = 0; j <= GAP_BINS; j++) {
+		double t = j == 0 ? 0 : j == GAP_BINS ? INFINITY : bin_edge(j);
+
+		tb->t_ns[j] = j == GAP_BINS ? UINT64_MAX : (uint64_t)t;
+		tb->td[j] = (double)tb->t_ns[j];
+		for (int i = 0; i < GAP_BINS; i++) {
+			double past;
+
+			if (!a->window) {
+				tb->cost[j][i] = evd__model_cost(a, tb->bv[i], t);
+				continue;
+			}
+			tb->cost[j][i] = evd__bin_cost_warm(a, i, tb->bv[i], t, &past);
+			tb->past[j][i] = (float)past;
+			tb->cost_cold[j][i] = evd__model_cost_at(a, tb->bv[i], t, true);
+		}
+	}
+}
+
+static struct adaptive_tables *
+tables_make(const struct adaptive *a)
+{
+	struct adaptive_tables *tb = calloc(1, sizeof(*tb));
+
+	if (tb != NULL)
+		cost_table(a, tb);
+	return tb;
+}
+
+/* Sets of tables shared: one per pair of prices in use, up to this many. */
+#define SHARED_TABLES 8
+static pthread_mutex_t tables_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct adaptive_tables *shared_tables[SHARED_TABLES]; /* under tables_lock */
+
+/* The tables for @p a's prices. On the process's environment (measured or
+ * given, fixed from then on) the instances priced alike share a set, made
+ * by the first and kept for the process, since loops come and go on any
+ * thread; past SHARED_TABLES sets of prices, or on another environment (a
+ * spec validated without calibrating), the instance gets its own, in
+ * *own, freed with it. NULL: no memory. */
+const struct adaptive_tables *
+evd__tables_get(const struct adaptive *a, struct adaptive_tables **own)
+{
+	struct adaptive_tables *tb = NULL;
+	int k = SHARED_TABLES;
+
+	*own = NULL;
+	if (a->env == evd_policy_env_peek(NULL)) {
+		pthread_mutex_lock(&tables_lock);
+		for (k = 0; k < SHARED_TABLES && shared_tables[k] != NULL; k++)
+			if (shared_tables[k]->lambda == a->lambda &&
+			    shared_tables[k]->lat_budget_ns == a->lat_budget_ns)
+				break;
+		if (k < SHARED_TABLES) {
+			if (shared_tables[k] == NULL)
+				shared_tables[k] = tables_make(a);
+			tb = shared_tables[k];
+		}
+		pthread_mutex_unlock(&tables_lock);
+	}
+	if (k == SHARED_TABLES) {
+		tb = tables_make(a);
+		*own = tb;
+	}
+	return tb;
+}
+
+/* The threshold with the least expected cost over a histogram, for a gap
+ * that starts warm, and, with a window, one that starts cold (*cold_t), in
+ * one pass; their expected costs in *least_w, *least_c if not NULL. With a
+ * window, what the next gap pays for a cold start (pen) is added where
+ * this one leaves the window shut: after a sleep past W, or, shut already,
+ * after none (spinning does not open it; only a halt within it does). */
+uint64_t
+evd__best_thresholds(const struct adaptive *a, const double *w, uint64_t *cold_t, double *least_w,
+		double *least_c)
+{
+	const struct adaptive_tables *tb = a->tab;
+	double best = INFINITY, best_c = INFINITY;
+	uint64_t best_t = 0, best_tc = 0;
+	int nz[GAP_BINS] = { 0 }, n = 0, last = 0;
+
+	/* a loaded loop's gaps fill few bins; thresholds above the longest gap
+	 * all cost what spinning costs: the first of them (which the strict <
+	 * below would keep) ends the search */
+	for (int i = 0; i < GAP_BINS; i++)
+		if (w[i] > 0) {
+			nz[n++] = i;
+			last = i + 1;
+		}
+	for (int j = 0; j <= last && tb->t_ns[j] <= a->cap_ns; j++) {
+		double cost = 0;
+
+		if (!a->win_live) {
+			for (int k = 0; k < n; k++)
+				cost += w[nz[k]] * tb->cost[j][nz[k]];
+		} else {
+			double cost_c = 0;
+
+			for (int k = 0; k < n; k++) {
+				int i = nz[k];
+				double pen = a->pen[tb->bcls[i]], past = tb->past[j][i];
+
+				cost += w[i] * (tb->cost[j][i] + past * pen);
+				cost_c += w[i] * (tb->cost_cold[j][i] +
+						  (tb->bv[i] <= tb->td[j] ? pen : past * pen));
+			}
+			if (cost_c < best_c) {
+				best_c = cost_c;
+				best_tc = tb->t_ns[j];
+			}
+		}
+		if (cost < best) {
+			best = cost;
+			best_t = tb->t_ns[j];
+		}
+	}
+	if (least_w != NULL)
+		*least_w = best;
+	if (least_c != NULL)
+		*least_c = best_c;
+	if (cold_t != NULL)
+		*cold_t = a->win_live ? RTE_MIN(best_tc, a->cap_ns) : RTE_MIN(best_t, a->cap_ns);
+	return RTE_MIN(best_t, a->cap_ns);
+}
+
+uint64_t
+evd__best_threshold(const struct adaptive *a, const double *w)
+{
+	return evd__best_thresholds(a, w, NULL, NULL, NULL);
+}

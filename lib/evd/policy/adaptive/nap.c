@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Naps: under a latency budget, a short wait with nothing armed where the
+ * arrival rate promises two arrivals a nap or more; its length is the
+ * budget less how late naps end.
+ */
+
+#include "adaptive.h"
+
+#define NAP_STEP_NS 200.0 /* the nap's lateness: its 90th percentile moves by steps of this */
+
+/* The nap the budget leaves room for once a nap's lateness is paid: 0 when
+ * that is not over 2 B (spinning through a nap of B costs no more than it). */
+void
+evd__nap_length(struct adaptive *a)
+{
+	double s = a->lat_budget_ns - a->nap_late_ns;
+
+	a->nap_ns = s > 2.0 * (double)a->env->sleep_wake_ns ? (uint64_t)s : 0;
+}
+
+/* Naps stopped by lateness: try again with the shortest nap allowed (3 B),
+ * or the budget where that is less (no room then for lateness: the probe's) */
+void
+evd__naps_retry(struct adaptive *a)
+{
+	if (a->naps_late && a->nap_ns == 0) {
+		a->nap_late_ns = fmax(0, a->lat_budget_ns - 3.0 * (double)a->env->sleep_wake_ns);
+		evd__nap_length(a);
+	}
+}
+
+/* A nap ended: how late (its timer's wake, this machine's and this load's)?
+ * The 90th percentile, tracked by steps of NAP_STEP_NS (up 9 when later,
+ * down 1 when sooner), sets the nap's length: the budget less it. A nap
+ * that ended before its length was cut short (a loop timer, the loop's
+ * sleep bound): no sample. When it leaves no room naps stop; every policy
+ * update (64 or 256 idle gaps) they are tried again with the shortest nap
+ * allowed, so one bad stretch does not end them for good. */
+void
+evd__nap_wake(struct adaptive *a, uint64_t slept, enum evd_wake_reason why)
+{
+	if (!a->napping || why != EVD_WAKE_TIMEOUT || a->nap_ns == 0 || slept < a->nap_ns)
+		return;
+	a->nap_late_ns += (double)(slept - a->nap_ns) > a->nap_late_ns ? 9 * NAP_STEP_NS
+									 : -NAP_STEP_NS;
+	if (a->nap_late_ns < 0)
+		a->nap_late_ns = 0;
+	evd__nap_length(a);
+	if (a->nap_ns == 0) {
+		rte_log(a->naps_late ? RTE_LOG_DEBUG : RTE_LOG_NOTICE, evd__logtype,
+			"EVD: policy adaptive: naps end %.1f us late (90th percentile): the latency "
+			"budget %.1f us leaves no room for them, naps off (tried again at the next "
+			"update)\n", a->nap_late_ns / 1e3, a->lat_budget_ns / 1e3);
+		a->naps_late = true;
+	}
+}

@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The loop's sources: a slot each (up to PW_SLOTS), with its own gap
+ * histograms and pre-wake state; the state of several sources is made when
+ * the loop names its first.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "adaptive.h"
+
+/* Rows in w for the contexts of @p slot, a slot not yet used: slots are
+ * taken in order, so they are the next GAP_CONTEXTS rows. False: no memory. */
+static bool
+w_room(struct adaptive *a, uint32_t slot)
+{
+	uint32_t rows = GAP_CONTEXTS * (slot + 1);
+	float (*w)[GAP_BINS];
+
+	if (rows <= a->n_ctx_used)
+		return true;
+	w = realloc(a->w, rows * sizeof(*w));
+	if (w == NULL)
+		return false;
+	a->w = w;
+	return true;
+}
+
+/* The slot of a source: its own, or a free one, or the least recent (whose
+ * pre-wake and gap histograms start again); NULL where a free one has no
+ * memory for its histograms and no other can be taken. */
+static struct pw_slot *
+pw_slot_of(struct adaptive *a, uint32_t id)
+{
+	struct pw_slot *oldest = NULL;
+	uint32_t c0, slot, running = (uint32_t)a->ctx / GAP_CONTEXTS;
+
+	for (int i = 0; i < PW_SLOTS; i++) {
+		struct pw_slot *sl = &a->pw[i];
+
+		if (sl->used && sl->id == id)
+			return sl;
+		/* never the slot whose source began the gap now ending: its
+		 * sample is learned in that slot's contexts (adaptive_events,
+		 * after this), and would land in a newcomer's. It is the most
+		 * recent source, but sources served in one round tie, and the
+		 * first of a tie went: a ninth source in a busy round took it */
+		if (sl->used && (uint32_t)i == running)
+			continue;
+		if (oldest == NULL || (oldest->used && (!sl->used || sl->last_ns < oldest->last_ns)))
+			oldest = sl; /* the first free slot, else the least recent */
+	}
+	if (!oldest->used && !w_room(a, (uint32_t)(oldest - a->pw))) {
+		/* no memory for a new slot: the least recent goes, as when all are used */
+		oldest = NULL;
+		for (int i = 0; i < PW_SLOTS; i++) {
+			struct pw_slot *sl = &a->pw[i];
+
+			if (sl->used && (uint32_t)i != running &&
+			    (oldest == NULL || sl->last_ns < oldest->last_ns))
+				oldest = sl;
+		}
+		if (oldest == NULL)
+			return NULL;
+	}
+	a->pw_active -= oldest->wake_at != 0;
+	memset(oldest, 0, sizeof(*oldest));
+	oldest->used = true;
+	oldest->id = id;
+	slot = (uint32_t)(oldest - a->pw);
+	memset(a->src->hs[slot], 0, sizeof(a->src->hs[slot]));
+	a->src->rule_cost[slot][0] = a->src->rule_cost[slot][1] = 0;
+	evd__superpose_set(a, a->sup_mask & ~(1u << slot)); /* no longer a source it knows */
+	if (a->gap_scored && a->gap_slot == slot)
+		a->gap_scored = false; /* the gap its old source began: nobody's now */
+	c0 = GAP_CONTEXTS * slot;
+	memset(a->w[c0], 0, GAP_CONTEXTS * sizeof(a->w[0]));
+	for (uint32_t c = c0; c < c0 + GAP_CONTEXTS; c++) {
+		a->ctx_threshold[c] = a->pooled_ns; /* young: what all sources teach */
+		a->ctx_threshold_cold[c] = a->pooled_cold_ns;
+		if (a->guard_auto)
+			evd__ctx_guards(a, c, NULL); /* (not the bounds its old source taught) */
+		a->ctx_own &= ~(1u << c);
+	}
+	a->n_ctx_used = RTE_MAX(a->n_ctx_used, c0 + GAP_CONTEXTS);
+	return oldest;
+}
+
+/* For tests/test_policy_slots.c (internal): the weight adaptive's gap
+ * histograms hold for source @p id (its slot's contexts); -ENOENT: no slot
+ * holds it; -EINVAL: not adaptive. */
+int
+evd__adaptive_source_weight(const struct evd_policy *p, uint32_t id, double *w)
+{
+	const struct adaptive *a;
+
+	if (p == NULL || strcmp(p->ops->name, "adaptive") != 0)
+		return -EINVAL;
+	a = p->state;
+	for (int i = 0; i < PW_SLOTS; i++)
+		if (a->pw[i].used && a->pw[i].id == id) {
+			*w = 0;
+			for (int c = i * GAP_CONTEXTS; c < (i + 1) * GAP_CONTEXTS; c++)
+				for (int b = 0; b < GAP_BINS; b++)
+					*w += a->w[c][b];
+			return 0;
+		}
+	return -ENOENT;
+}
+
+/* The loop named its first source: the state of several sources, once.
+ * False: no memory (logged; the loop's gaps are then learned as one
+ * source's, as before it named one). */
+static bool __attribute__((noinline, cold))
+sources_start(struct adaptive *a)
+{
+	if (a->alone)
+		return false;
+	a->src = calloc(1, sizeof(*a->src));
+	if (a->src == NULL) {
+		a->alone = true;
+		EVD_LOG(WARNING, "policy adaptive: no memory to follow the loop's sources: their "
+			"gaps are learned as one source's");
+		return false;
+	}
+	return true;
+}
+
+void
+evd__adaptive_source_events(void *st, uint64_t now, uint32_t id, uint32_t n)
+{
+	struct adaptive *a = st;
+	struct pw_slot *sl;
+
+	RTE_SET_USED(n);
+	if (!a->learn || (unlikely(a->src == NULL) && !sources_start(a)))
+		return;
+	a->per_source = true;
+	sl = pw_slot_of(a, id);
+	if (sl == NULL)
+		return; /* no memory for its histograms: not followed */
+	if (sl->last_ns != 0 && now >= sl->last_ns) { /* its own gap (superposition) */
+		uint32_t s = (uint32_t)(sl - a->pw);
+
+		a->src->hs[s][gap_bin(now - sl->last_ns)] += 1.0;
+	}
+	/* the gap that ends at the next completion is learned in this
+	 * source's contexts (a round that served several: the last one) */
+	a->slot_ctx = GAP_CONTEXTS * (uint32_t)(sl - a->pw);
+	if (a->prewake)
+		evd__prewake_source(a, sl, now);
+	else
+		sl->last_ns = now;
+}

@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Superposition, in loops of several sources: a second threshold from each
+ * source's own gaps and how long each has been silent; the rule that cost
+ * less so far decides.
+ */
+#include <string.h>
+
+#include "adaptive.h"
+
+/* P(gap >= y) for one source's own gaps, from its survival table (each
+ * bin's weight spread evenly over the bin, whose edges are @p t_ns; the
+ * last bin is open). */
+static double
+surv_at(const uint64_t *t_ns, const float *sv, uint64_t y)
+{
+	int k = gap_bin(y);
+	double lo, hi;
+
+	if (k == GAP_BINS - 1)
+		return sv[k];
+	lo = (double)t_ns[k]; /* t_ns[0] is 0: bin 0 starts there */
+	hi = (double)t_ns[k + 1];
+	return sv[k] - (sv[k] - sv[k + 1]) * ((double)y - lo) / (hi - lo);
+}
+
+/* The superposition: the loop's gap begun at @p start, when its sources
+ * are independent, lasts past x with the product over the sources of the
+ * chance that each stays silent past its age + x, given that it has been
+ * silent for its age (a source already past all the gaps it has shown is
+ * left out: nothing is known of when it comes). Those chances, per bin of
+ * the loop's gap, go through the cost table like a histogram. */
+static uint64_t
+superpose_threshold(const struct adaptive *a, uint64_t start)
+{
+	const uint64_t *t_ns = a->tab->t_ns;
+	const struct adaptive_sources *src = a->src;
+	double p[GAP_BINS], s0[PW_SLOTS], s_prev = 1.0;
+	uint64_t age[PW_SLOTS];
+	uint32_t in = 0;
+
+	for (int s = 0; s < PW_SLOTS; s++)
+		if (a->sup_mask & (1u << s)) {
+			age[s] = start > a->pw[s].last_ns ? start - a->pw[s].last_ns : 0;
+			s0[s] = surv_at(t_ns, src->surv[s], age[s]);
+			if (s0[s] > 1e-9)
+				in |= 1u << s;
+		}
+	for (int i = 0; i < GAP_BINS - 1; i++) {
+		double sx = 1.0;
+
+		for (int s = 0; s < PW_SLOTS; s++)
+			if (in & (1u << s))
+				sx *= surv_at(t_ns, src->surv[s], age[s] + t_ns[i + 1]) / s0[s];
+		/* what is left in a bin after rounding is dropped */
+		p[i] = s_prev - sx > 1e-6 ? s_prev - sx : 0;
+		s_prev = sx;
+	}
+	p[GAP_BINS - 1] = s_prev;
+	return evd__best_threshold(a, p);
+}
+
+/* The sources the superposition takes: @p mask when it holds two or more
+ * and superpose is on, else none. */
+void
+evd__superpose_set(struct adaptive *a, uint32_t mask)
+{
+	a->sup_mask = a->superpose && __builtin_popcount(mask) >= 2 ? mask : 0;
+}
+
+/* At an update: the survival tables of the sources' own gaps, and which
+ * sources the superposition takes: those followed (a slot with an id)
+ * whose own histogram holds YOUNG gaps' weight (decayed, as the contexts'),
+ * and only when there are two or more. A source under that (new, or
+ * quiet for long) is left out: its next arrival is not predicted, which
+ * biases the superposition towards sleeping, and the rules' costs tell
+ * when that matters. Then, if @p decay, age the own-gap histograms and
+ * the rules' costs. */
+void
+evd__superpose_learn(struct adaptive *a, bool decay)
+{
+	struct adaptive_sources *src = a->src;
+	uint32_t mask = 0;
+
+	/* (a loop that has named no source has no own gaps to learn or age) */
+	for (int s = 0; src != NULL && s < PW_SLOTS; s++) {
+		double tot = 0;
+
+		for (int i = 0; i < GAP_BINS; i++)
+			tot += src->hs[s][i];
+		if (a->per_source && a->pw[s].used && a->pw[s].id != UINT32_MAX && tot >= YOUNG) {
+			double acc = 0;
+
+			src->surv[s][GAP_BINS] = 0;
+			for (int i = GAP_BINS - 1; i >= 0; i--) {
+				acc += src->hs[s][i];
+				src->surv[s][i] = acc / tot;
+			}
+			mask |= 1u << s;
+		}
+		for (int i = 0; decay && i < GAP_BINS; i++)
+			src->hs[s][i] = halve(src->hs[s][i]);
+		if (decay) {
+			src->rule_cost[s][0] = halve(src->rule_cost[s][0]);
+			src->rule_cost[s][1] = halve(src->rule_cost[s][1]);
+		}
+	}
+	evd__superpose_set(a, mask);
+	if (a->sup_mask != 0)
+		EVD_LOG(DEBUG, "policy adaptive: superposition of %d sources (slots 0x%x); %" PRIu64
+			" idle gaps on its threshold so far", __builtin_popcount(a->sup_mask),
+			a->sup_mask, a->sup_gaps);
+}
+
+/* The first empty round of a gap, in a loop of several sources: both rules
+ * give a threshold, the context's (learned on the loop's gaps that began
+ * after this source) and the superposition's (the sources' own gaps and
+ * how long each has been silent). Each is charged what it would have cost
+ * on the gap once it ends (adaptive_events), per source that began the
+ * gap, and the one that cost less so far decides: the context's where the
+ * sources depend on each other (a request, then its completion), the
+ * superposition's where they do not. */
+void __attribute__((noinline, cold))
+evd__superpose_choose(struct adaptive *a)
+{
+	uint32_t s = a->slot_ctx / GAP_CONTEXTS;
+
+	/* While the gap's context is young its threshold is all contexts'
+	 * (pooled) and often off; charged then, the context rule would carry
+	 * that for thousands of gaps after it has learned (a test of two
+	 * dependent sources saw the superposition kept at 362 ns where its
+	 * context had learned 0). The contexts decide until theirs is their own. */
+	if (!(a->ctx_own >> a->ctx & 1))
+		return;
+	a->gap_t[0] = a->threshold_ns;
+	a->gap_t[1] = superpose_threshold(a, a->last_event_ns);
+	a->gap_slot = s;
+	a->gap_scored = true;
+	a->next_check = 0; /* adaptive_update scores both at the gap's end */
+	if (a->src->rule_cost[s][1] < a->src->rule_cost[s][0]) {
+		a->threshold_ns = a->gap_t[1];
+		a->sup_gaps++;
+	}
+}

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The host's halt window: a sleep past it wakes cold, and so does the next
+ * short one; what a cold start costs per class of gap, and whether the
+ * window is shut now.
+ */
+#include <string.h>
+
+#include "adaptive.h"
+
+/* With a window: per class of gap (the context of the gap after it), what
+ * starting cold adds to a gap: over the class's contexts together, the
+ * least expected cost of a cold start less that of a warm one, each under
+ * its best threshold and priced with the last update's figures (a cold
+ * start that spins through leaves the next gap cold too: the figure feeds
+ * itself, and an update's lag lets it settle). */
+void
+evd__window_learn(struct adaptive *a, double cls[][GAP_BINS])
+{
+	double pen[GAP_CONTEXTS];
+
+	for (int c = 0; c < GAP_CONTEXTS; c++) {
+		double m = 0, warm, cold;
+
+		for (int i = 0; i < GAP_BINS; i++) {
+			m += cls[c][i];
+			a->cdf[c][i] = m;
+		}
+		for (int i = 0; i < GAP_BINS; i++)
+			a->cdf[c][i] = m > 0 ? a->cdf[c][i] / m : 0;
+		pen[c] = 0;
+		if (m <= 0)
+			continue;
+		evd__best_thresholds(a, cls[c], NULL, &warm, &cold);
+		pen[c] = fmax((cold - warm) / m, 0);
+	}
+	memcpy(a->pen, pen, sizeof(pen));
+}
+
+/* A wake: whether the host's window is shut now. */
+void
+evd__window_wake(struct adaptive *a, uint64_t slept, enum evd_wake_reason why)
+{
+	/* the host's window: shut by a halt past it, open again after one
+	 * within it (a wake that found work at once, slept 0, halted not). A
+	 * timeout halted for the bound it was given, or less where the loop
+	 * cut the wait short (slept adds its lateness); a notified sleep for
+	 * slept less its wake latency: the cold wake where the window was
+	 * shut, L at W where it was open */
+	if (slept != 0) {
+		double w = (double)a->env->window_ns, late = wake_lat_after(a, w, a->cold ? INFINITY : 0);
+
+		a->cold = why == EVD_WAKE_TIMEOUT && a->asked_ns != 0
+				  ? RTE_MIN(a->asked_ns, slept) > a->env->window_ns
+				  : (double)slept - late > w;
+		a->been_cold |= a->cold;
+	}
+}
