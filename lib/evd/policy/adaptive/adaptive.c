@@ -21,15 +21,15 @@
  * runs (a burst, then a silence), so there is one histogram and one T per
  * context, the length of the previous gap (< 4 us, < 64 us, < 1 ms, more),
  * and in a loop of several sources the source whose completion began the
- * gap (the pre-wake slot it has: up to 8). In such a loop each source's own
+ * gap (the slot it has: up to 8). In such a loop each source's own
  * gaps are learned too, and at each idle gap their superposition (the
  * chance that every source stays silent past its age + x) gives a second
  * threshold; each rule is charged what it would have cost on the gap, and
- * the cheaper so far decides (sup_choose).
+ * the cheaper so far decides (superpose.c).
  * Busy-period lock-in: after a round that found a burst, spin at least B.
  *
- * Pre-wake: the long gaps (over PW_MIN_NS) also feed a running mean and mean
- * deviation. When at least PW_RUN of them in a row stay within PW_CV of their
+ * Pre-wake: the long gaps (over PREWAKE_MIN_NS) also feed a running mean and mean
+ * deviation. When at least PREWAKE_RUN of them in a row stay within PREWAKE_CV of their
  * mean, the arrivals are periodic: the policy then sleeps with a timeout that
  * ends a margin (3 deviations plus the wake latency L) before the expected
  * arrival, and polls through the window around it, so the arrival finds the
@@ -157,8 +157,8 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 	a->learn = learn != 0;
 	a->prewake = prewake != 0;
 	a->superpose = superpose != 0;
-	a->pw[0].used = true;
-	a->pw[0].id = UINT32_MAX; /* the loop, until a source is named */
+	a->slots[0].used = true;
+	a->slots[0].id = UINT32_MAX; /* the loop, until a source is named */
 	a->lambda = (double)lambda_pct / 100.0;
 	a->cap_ns = spin_max_us != UINT64_MAX ? spin_max_us * 1000 : UINT64_MAX;
 	a->lat_budget_ns = (double)budget_us * 1000;
@@ -219,8 +219,8 @@ static void __attribute__((noinline))
 events_rare(struct adaptive *a, uint64_t now, uint64_t g)
 {
 	/* the loop as its one source: its long gaps are the source's */
-	if (g >= PW_MIN_NS && a->prewake && !a->per_source)
-		evd__prewake_learn(a, &a->pw[0], now, g);
+	if (g >= PREWAKE_MIN_NS && a->prewake && !a->per_source)
+		evd__prewake_learn(a, &a->slots[0], now, g);
 	if (a->samples >= a->next_check)
 		evd__adaptive_update(a);
 	a->threshold_ns = a->ctx_threshold[a->ctx];
@@ -253,7 +253,7 @@ adaptive_events(void *st, uint64_t now, uint32_t n)
 	 * tail call, so the common path saves no registers (callgrind, the
 	 * saturated ring: 55.41 instructions per event against 55.69 with
 	 * the calls in line; poll 53.05) */
-	if (unlikely(g >= PW_MIN_NS || a->samples >= a->next_check))
+	if (unlikely(g >= PREWAKE_MIN_NS || a->samples >= a->next_check))
 		events_rare(a, now, g);
 }
 
@@ -276,7 +276,7 @@ adaptive_describe(const void *st, char *buf, size_t len)
 {
 	const struct adaptive *a = st;
 	uint64_t t[GAP_CONTEXTS], samples = __atomic_load_n(&a->samples, __ATOMIC_RELAXED);
-	uint32_t pw = __atomic_load_n(&a->pw_active, __ATOMIC_RELAXED);
+	uint32_t prewakes = __atomic_load_n(&a->prewakes, __ATOMIC_RELAXED);
 	uint32_t c0 = __atomic_load_n(&a->slot_ctx, __ATOMIC_RELAXED);
 
 	if (!a->learn) {
@@ -295,7 +295,7 @@ adaptive_describe(const void *st, char *buf, size_t len)
 #define T(x) ((x) == UINT64_MAX ? -1 : (int64_t)(x))
 	snprintf(buf, len, "gaps=%" PRIu64 " spin_ns=%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
 		 " prewake_sources=%" PRIu32 " nap_ns=%" PRIu64 " B_ns=%" PRIu64, samples, T(t[0]),
-		 T(t[1]), T(t[2]), T(t[3]), pw, a->nap_ns, a->env->sleep_wake_ns);
+		 T(t[1]), T(t[2]), T(t[3]), prewakes, a->nap_ns, a->env->sleep_wake_ns);
 #undef T
 }
 

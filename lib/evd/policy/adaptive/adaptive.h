@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The adaptive policy's state and the calls between its files: one file per
- * mechanism (adaptive.c has the overview and the ops). Calls go one way:
- * adaptive.c -> decide.c, sources.c -> learn.c -> window.c, guard.c,
- * superpose.c -> model.c; prewake.c and nap.c sit under the ones that use them.
+ * mechanism (adaptive.c has the overview and the ops). Calls go down, never
+ * up: adaptive.c; then decide.c, sources.c, learn.c; then window.c, guard.c,
+ * superpose.c, prewake.c, nap.c; then model.c.
  */
 #ifndef EVD_POLICY_ADAPTIVE_H
 #define EVD_POLICY_ADAPTIVE_H
@@ -20,8 +20,8 @@
 /* The gap histograms: two bins per octave from 256 ns, one set per context. */
 #define GAP_BINS 48
 #define GAP_CONTEXTS 4 /* the previous gap: < 4 us, < 64 us, < 1 ms, longer */
-#define PW_SLOTS 8     /* sources followed for pre-wake; more share the least recent slot */
-#define CONTEXTS (GAP_CONTEXTS * PW_SLOTS) /* x the source that ended the gap */
+#define SLOTS 8        /* sources followed one by one; more share the least recent slot */
+#define CONTEXTS (GAP_CONTEXTS * SLOTS) /* x the source that ended the gap */
 
 /* When the histograms are learned (learn.c). */
 #define YOUNG 32
@@ -30,20 +30,21 @@
 #define LEARN_EARLY 64  /* idle gaps, until the first decay (DECAY_EVERY gaps) */
 
 /* Pre-wake (prewake.c): gaps shorter than this are not periods. */
-#define PW_MIN_NS 50000
+#define PREWAKE_MIN_NS 50000
 
 /* The bounds guard_pick weighs: the window's, W, then guard.c's list. */
-#define GUARD_TRIES 6
+#define GUARD_BOUNDS 6
 
-/* Pre-wake state of one source: its long gaps' running mean and mean
- * deviation, and, when it is periodic and waking early pays, the window
- * around its next expected arrival (absolute loop-clock times). */
-struct pw_slot {
+/* One source the policy follows (sources.c): its last completion, and its
+ * pre-wake state: its long gaps' running mean and mean deviation, and,
+ * when it is periodic and waking early pays, the window around its next
+ * expected arrival (absolute loop-clock times). */
+struct source_slot {
 	uint32_t id;
 	bool used;
 	uint64_t last_ns;             /* its last completion */
 	double mean, dev;
-	uint32_t run;                 /* long gaps in a row within PW_CV of the mean */
+	uint32_t run;                 /* long gaps in a row within PREWAKE_CV of the mean */
 	uint64_t wake_at, end_at;     /* 0: no pre-wake; else sleep until wake_at, poll to end_at */
 };
 
@@ -51,7 +52,7 @@ struct pw_slot {
  * (the loop runs again T(G) after the timeout), and the timeouts a gap
  * gets: as many C as the priced L of the longest sleep, the most they can
  * save on it. */
-struct guard_try {
+struct guard_bound {
 	double G, c, cycle, wakes;
 	double bs; /* a sleep under the bound that a notification ends: its CPU */
 };
@@ -69,9 +70,9 @@ struct adaptive_tables {
 	double cost_cold[GAP_BINS + 1][GAP_BINS]; /* with a window: the sleep's wake cold */
 	float past[GAP_BINS + 1][GAP_BINS]; /* with a window: evd__bin_past() */
 	uint64_t t_ns[GAP_BINS + 1];
-	double bv[GAP_BINS];          /* bin_value(i) */
-	int bcls[GAP_BINS];           /* gap_context(bin_value(i)) */
-	double td[GAP_BINS + 1];      /* t_ns[j] as a double */
+	double bin_mid[GAP_BINS];          /* bin_value(i) */
+	int bin_ctx[GAP_BINS];           /* gap_context(bin_value(i)) */
+	double t_as_double[GAP_BINS + 1];      /* t_ns[j] as a double */
 };
 
 /*
@@ -83,9 +84,9 @@ struct adaptive_tables {
  * first source, so that a loop of one source does not hold it.
  */
 struct adaptive_sources {
-	float hs[PW_SLOTS][GAP_BINS];
-	float surv[PW_SLOTS][GAP_BINS + 1];
-	double rule_cost[PW_SLOTS][2];
+	float own_gaps[SLOTS][GAP_BINS];
+	float survival[SLOTS][GAP_BINS + 1];
+	double rule_cost[SLOTS][2];
 };
 
 struct adaptive {
@@ -136,7 +137,7 @@ struct adaptive {
 	bool been_cold;               /* the window was ever shut: the cold guards are weighed */
 	bool cold_gap;                /* the gap under way began cold: the cold rules */
 	uint64_t asked_ns;            /* the last sleep's or nap's bound (0: none) */
-	double pen[GAP_CONTEXTS];     /* per class of a gap: what starting it cold adds */
+	double cold_cost[GAP_CONTEXTS];     /* per class of a gap: what starting it cold adds */
 	double (*cdf)[GAP_BINS];      /* with a window: per class, P(next gap < bin i's top) */
 	uint64_t ctx_threshold_cold[CONTEXTS]; /* the contexts' rules for a cold start */
 	uint64_t ctx_guard_cold[CONTEXTS], ctx_guard_span_cold[CONTEXTS];
@@ -153,19 +154,19 @@ struct adaptive {
 	bool per_source;              /* the loop tells which source each round served */
 	uint32_t slot_ctx;            /* GAP_CONTEXTS x the slot of the source served last */
 	uint32_t n_ctx_used;          /* contexts in use: GAP_CONTEXTS x (highest slot + 1) */
-	uint32_t pw_active;           /* slots with a pre-wake set */
-	struct pw_slot pw[PW_SLOTS];  /* per source (slot 0 only: the loop as one source) */
+	uint32_t prewakes;           /* slots with a pre-wake set */
+	struct source_slot slots[SLOTS]; /* per source (slot 0 only: the loop as one source) */
 	struct adaptive_sources *src; /* loops of several sources: from the first source named */
 	bool alone;                   /* no memory for src: the loop is learned as one source */
-	uint32_t sup_mask;            /* slots in the superposition (at least 2, else 0) */
+	uint32_t superposed;            /* slots in the superposition (at least 2, else 0) */
 	uint64_t gap_t[2];            /* the gap under way: both rules' thresholds... */
 	uint32_t gap_slot;            /* ...the slot that began it... */
 	bool gap_scored;              /* ...and whether it was idle (both are scored) */
-	uint64_t sup_gaps;            /* idle gaps on the superposition's threshold */
+	uint64_t superposed_gaps;            /* idle gaps on the superposition's threshold */
 	/* the bounds guard_pick weighs (W first), taken once: they depend on
-	 * the environment and the knobs only; gtry_ok: one timeout or more */
-	struct guard_try gtry[GUARD_TRIES];
-	bool gtry_ok[GUARD_TRIES];
+	 * the environment and the knobs only; bound_ok: one timeout or more */
+	struct guard_bound bounds[GUARD_BOUNDS];
+	bool bound_ok[GUARD_BOUNDS];
 };
 
 static inline int
@@ -265,8 +266,8 @@ void evd__superpose_learn(struct adaptive *a, bool decay);
 void evd__superpose_choose(struct adaptive *a) __attribute__((cold));
 
 /* prewake.c, nap.c */
-void evd__prewake_learn(struct adaptive *a, struct pw_slot *sl, uint64_t now, uint64_t g);
-void evd__prewake_source(struct adaptive *a, struct pw_slot *sl, uint64_t now);
+void evd__prewake_learn(struct adaptive *a, struct source_slot *sl, uint64_t now, uint64_t g);
+void evd__prewake_source(struct adaptive *a, struct source_slot *sl, uint64_t now);
 void evd__nap_length(struct adaptive *a);
 void evd__naps_retry(struct adaptive *a);
 void evd__nap_wake(struct adaptive *a, uint64_t slept, enum evd_wake_reason why);

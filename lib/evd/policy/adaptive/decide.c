@@ -35,81 +35,111 @@ sleep_arg(const struct adaptive *a, const struct evd_policy_input *in)
 	return g == UINT64_MAX ? 0 : g;
 }
 
+/* An empty round of the fixed rule (learn=0): spin, pause, then sleep. */
+static inline enum evd_action
+fixed_rule(const struct adaptive *a, const struct evd_policy_input *in, uint64_t *arg)
+{
+	if (in->idle_ns < a->spin_ns)
+		return EVD_ACTION_POLL;
+	if (in->idle_ns < a->budget_ns) {
+		*arg = a->pause_ns;
+		return EVD_ACTION_PAUSE;
+	}
+	*arg = sleep_arg(a, in); /* guard_us=N bounds these sleeps too */
+	return EVD_ACTION_SLEEP;
+}
+
+/* A gap that begins with the host's window shut takes its cold rules (a
+ * young context's are the pooled ones). */
+static inline void
+cold_rules(struct adaptive *a)
+{
+	a->cold_gap = a->cold;
+	if (a->cold_gap)
+		a->threshold_ns = a->ctx_threshold_cold[a->ctx];
+}
+
+/* Nap where the arrival rate promises two arrivals a nap or more: one is no
+ * better than a sleep, and waits longer. The rate is the completions a
+ * round found over the gap before it, each averaged over the idle gaps
+ * (1/8 each; a ratio of averages, since the mean of 1/gap is dominated by
+ * the short ones). */
+static inline bool
+nap_pays(struct adaptive *a, const struct evd_policy_input *in)
+{
+	if (a->last_gap_ns == UINT64_MAX) {
+		/* no gap yet */
+	} else if (a->nap_burst == 0) { /* the first: as it is */
+		a->nap_gap = (double)a->last_gap_ns;
+		a->nap_burst = in->last_burst;
+	} else {
+		a->nap_gap += ((double)a->last_gap_ns - a->nap_gap) / 8;
+		a->nap_burst += ((double)in->last_burst - a->nap_burst) / 8;
+	}
+	return a->nap_burst > 0 && a->nap_burst * (double)a->nap_ns >= 2.0 * a->nap_gap;
+}
+
+/* Spin while under the gap's threshold, or for B after a round that found
+ * a burst (the loop is behind: a sleep would cost each queued completion
+ * its wake latency). */
+static inline bool
+spin_on(const struct adaptive *a, const struct evd_policy_input *in)
+{
+	return in->idle_ns < a->threshold_ns ||
+	       (a->lock_in && a->lock_in_pays && in->idle_ns < a->env->sleep_wake_ns);
+}
+
+/* The earliest pre-wake ahead: 0 inside a window around a periodic
+ * source's expected arrival (poll through it), UINT64_MAX for none. */
+static inline uint64_t
+prewake_at(const struct adaptive *a, uint64_t now)
+{
+	uint64_t wake = UINT64_MAX;
+
+	for (int i = 0; i < SLOTS; i++) {
+		const struct source_slot *sl = &a->slots[i];
+
+		if (sl->wake_at == 0 || now >= sl->end_at)
+			continue;
+		if (now >= sl->wake_at)
+			return 0;
+		wake = RTE_MIN(wake, sl->wake_at);
+	}
+	return wake;
+}
+
+/* The decision at an empty round, in its steps: the fixed rule; at a gap's
+ * first empty round its cold rules, a nap, the superposition's threshold;
+ * then spin, or sleep until a pre-wake or under the guard. */
 enum evd_action
 evd__adaptive_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
 {
 	struct adaptive *a = st;
+	uint64_t wake;
 
 	/* the first empty round of a gap: an idle gap (adaptive_events) */
 	if (in->idle_rounds == 1 && a->idle_left != 0 && --a->idle_left == 0)
 		a->next_check = 0;
-	if (!a->learn) {
-		if (in->idle_ns < a->spin_ns)
-			return EVD_ACTION_POLL;
-		if (in->idle_ns < a->budget_ns) {
-			*arg = a->pause_ns;
-			return EVD_ACTION_PAUSE;
-		}
-		*arg = sleep_arg(a, in); /* guard_us=N bounds these sleeps too */
-		return EVD_ACTION_SLEEP;
-	}
+	if (!a->learn)
+		return fixed_rule(a, in, arg);
 	if (in->idle_rounds == 1) {
-		/* a gap that begins with the host's window shut: its own rules
-		 * (a young context's are the pooled ones) */
-		a->cold_gap = a->cold;
-		if (a->cold_gap)
-			a->threshold_ns = a->ctx_threshold_cold[a->ctx];
-	}
-	if (a->nap_ns != 0) {
-		/* the first empty round after completions: the arrival rate,
-		 * the completions a round found over the gap before it, each
-		 * averaged over the idle gaps (1/8 each; a ratio of averages,
-		 * since the mean of 1/gap is dominated by the short ones); nap
-		 * where it promises two arrivals a nap or more (one is no better
-		 * than a sleep, and waits longer) */
-		if (in->idle_rounds == 1) {
-			if (a->last_gap_ns == UINT64_MAX) {
-				/* no gap yet */
-			} else if (a->nap_burst == 0) { /* the first: as it is */
-				a->nap_gap = (double)a->last_gap_ns;
-				a->nap_burst = in->last_burst;
-			} else {
-				a->nap_gap += ((double)a->last_gap_ns - a->nap_gap) / 8;
-				a->nap_burst += ((double)in->last_burst - a->nap_burst) / 8;
-			}
-			if (a->nap_burst > 0 && a->nap_burst * (double)a->nap_ns >= 2.0 * a->nap_gap) {
-				a->napping = true;
-				*arg = a->nap_ns;
-				a->asked_ns = *arg;
-				return EVD_ACTION_NAP;
-			}
+		cold_rules(a);
+		if (a->nap_ns != 0 && nap_pays(a, in)) {
+			a->napping = true;
+			*arg = a->nap_ns;
+			a->asked_ns = *arg;
+			return EVD_ACTION_NAP;
 		}
 	}
 	a->napping = false;
-	if (in->idle_rounds == 1 && a->sup_mask != 0)
+	if (in->idle_rounds == 1 && a->superposed != 0)
 		evd__superpose_choose(a);
-	if (in->idle_ns < a->threshold_ns ||
-	    (a->lock_in && a->lock_in_pays && in->idle_ns < a->env->sleep_wake_ns))
+	if (spin_on(a, in))
 		return EVD_ACTION_POLL;
-	if (a->pw_active != 0) {
-		uint64_t wake = UINT64_MAX;
-
-		for (int i = 0; i < PW_SLOTS; i++) {
-			const struct pw_slot *sl = &a->pw[i];
-
-			if (sl->wake_at == 0 || in->now_ns >= sl->end_at)
-				continue;
-			if (in->now_ns >= sl->wake_at)
-				return EVD_ACTION_POLL; /* the window around its expected arrival */
-			wake = RTE_MIN(wake, sl->wake_at);
-		}
-		if (wake != UINT64_MAX) {
-			*arg = RTE_MIN(wake - in->now_ns, guard(a, in));
-			a->asked_ns = *arg;
-			return EVD_ACTION_SLEEP;
-		}
-	}
-	*arg = sleep_arg(a, in);
+	wake = a->prewakes != 0 ? prewake_at(a, in->now_ns) : UINT64_MAX;
+	if (wake == 0)
+		return EVD_ACTION_POLL;
+	*arg = wake != UINT64_MAX ? RTE_MIN(wake - in->now_ns, guard(a, in)) : sleep_arg(a, in);
 	a->asked_ns = *arg;
 	return EVD_ACTION_SLEEP;
 }

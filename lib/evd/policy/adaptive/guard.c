@@ -8,11 +8,11 @@
 #include "adaptive.h"
 
 /* The bounds guard_pick weighs, besides none (and the window's, W). */
-static const uint64_t guard_try_ns[] = { 1000000, 2000000, 3000000, 5000000, 10000000 };
-static_assert(GUARD_TRIES == RTE_DIM(guard_try_ns) + 1, "W, then the list");
+static const uint64_t guard_bound_ns[] = { 1000000, 2000000, 3000000, 5000000, 10000000 };
+static_assert(GUARD_BOUNDS == RTE_DIM(guard_bound_ns) + 1, "W, then the list");
 
 static void
-guard_try_at(const struct adaptive *a, uint64_t G, struct guard_try *g)
+bound_at(const struct adaptive *a, uint64_t G, struct guard_bound *g)
 {
 	g->G = (double)G;
 	g->c = fmax(evd_policy_env_timeout_ns(a->env, G), 1.0);
@@ -29,9 +29,9 @@ guard_try_at(const struct adaptive *a, uint64_t G, struct guard_try *g)
 void
 evd__guard_bounds_init(struct adaptive *a)
 {
-	for (int k = 0; k < (int)GUARD_TRIES; k++) {
-		guard_try_at(a, k == 0 ? a->env->window_ns : guard_try_ns[k - 1], &a->gtry[k]);
-		a->gtry_ok[k] = a->gtry[k].wakes >= 1 && (k > 0 || a->window);
+	for (int k = 0; k < (int)GUARD_BOUNDS; k++) {
+		bound_at(a, k == 0 ? a->env->window_ns : guard_bound_ns[k - 1], &a->bounds[k]);
+		a->bound_ok[k] = a->bounds[k].wakes >= 1 && (k > 0 || a->window);
 	}
 }
 
@@ -65,17 +65,18 @@ late_cost(const struct adaptive *a, double g, double x)
  * (B, the wake latency of a sleep r after a halt of G: cold within the
  * window after a G past it) or during the next timeout's lateness (C, it
  * waits for the loop). After the last timeout the sleep is unbounded. A
- * last halt past the window adds the pen. With no timeout (s <= G)
+ * last halt past the window adds the cost of a cold start. With no timeout (s <= G)
  * that is the cost unbounded, @p none, which the caller has already; the
  * gap began @p cold or warm (the window's state before its first sleep).
  */
 static double
-guard_cost(const struct adaptive *a, int i, double t, const struct guard_try *b, double none,
+guard_cost(const struct adaptive *a, int i, double t, const struct guard_bound *b, double none,
 	   bool cold)
 {
-	double g = a->tab->bv[i];
+	double g = a->tab->bin_mid[i];
 	double s = g - t, k = floor(s / b->cycle), r, w = (double)a->env->window_ns;
-	double B = (double)a->env->sleep_wake_ns, pen = a->window ? a->pen[a->tab->bcls[i]] : 0;
+	double B = (double)a->env->sleep_wake_ns;
+	double cold_cost = a->window ? a->cold_cost[a->tab->bin_ctx[i]] : 0;
 	double bs = b->bs; /* a notified sleep under the bound: its timer's CPU too */
 
 	if (s <= b->G)
@@ -103,17 +104,20 @@ guard_cost(const struct adaptive *a, int i, double t, const struct guard_try *b,
 	r = s - k * b->cycle;
 	if (k == b->wakes || r <= b->G || b->cycle <= b->G) {
 		/* the last sleep, r: past W it wakes cold and leaves the window
-		 * shut (the pen). The bin's gaps spread on log g, as for the
+		 * shut (a cold start's cost). The bin's gaps spread on log g, as for the
 		 * unbounded cost (bin_past): its share past t + k cycles + W,
 		 * not its middle's side of W alone, which made a step; after a
 		 * halt of G past W it wakes cold whatever its length */
-		double p = a->window && (k == b->wakes || b->G > w) ? evd__bin_past(a, i, t + k * b->cycle) : 0;
+		double p = a->window && (k == b->wakes || b->G > w)
+				   ? evd__bin_past(a, i, t + k * b->cycle)
+				   : 0;
 
 		return t + k * b->c + (k == b->wakes ? B : bs) +
-		       a->lambda * evd__priced_wake_share(a, r, p, a->window && b->G > w) + p * pen;
+		       a->lambda * evd__priced_wake_share(a, r, p, a->window && b->G > w) +
+		       p * cold_cost;
 	}
 	return t + (k + 1) * b->c + a->lambda * late_cost(a, g, b->cycle - r) +
-	       (a->window && b->G > w ? pen : 0);
+	       (a->window && b->G > w ? cold_cost : 0);
 }
 
 /*
@@ -133,16 +137,16 @@ guard_cost(const struct adaptive *a, int i, double t, const struct guard_try *b,
 uint64_t
 evd__guard_pick(const struct adaptive *a, const double *w, uint64_t thr, bool cold, uint64_t *span)
 {
-	double cost[GUARD_TRIES + 1] = { 0 }, least, t = (double)thr;
-	const struct guard_try *b[GUARD_TRIES];
+	double cost[GUARD_BOUNDS + 1] = { 0 }, least, t = (double)thr;
+	const struct guard_bound *b[GUARD_BOUNDS];
 	int nb = 0, best = -1;
 
 	*span = 0;
 	/* (a bound whose timeout costs more than the priced L it could save
 	 * gets no timeout: left out) */
-	for (int k = a->win_live ? 0 : 1; k < (int)GUARD_TRIES; k++)
-		if (a->gtry_ok[k])
-			b[nb++] = &a->gtry[k];
+	for (int k = a->win_live ? 0 : 1; k < (int)GUARD_BOUNDS; k++)
+		if (a->bound_ok[k])
+			b[nb++] = &a->bounds[k];
 	if (nb == 0)
 		return UINT64_MAX;
 	/* gaps shorter than the threshold have no sleep, the same cost under
@@ -158,7 +162,8 @@ evd__guard_pick(const struct adaptive *a, const double *w, uint64_t thr, bool co
 		/* a bin halved to under 1 % of a gap weighs nothing here (the
 		 * halving empties one only after about 100 halvings): not worth
 		 * a wake latency's log */
-		if (w[i] < 0.01 || (g = a->tab->bv[i]) <= t || (!a->c_known && g <= t + b[0]->G))
+		if (w[i] < 0.01 || (g = a->tab->bin_mid[i]) <= t ||
+		    (!a->c_known && g <= t + b[0]->G))
 			continue;
 		if (!a->window) {
 			none = evd__model_cost_at(a, g, t, cold);
@@ -171,7 +176,7 @@ evd__guard_pick(const struct adaptive *a, const double *w, uint64_t thr, bool co
 			} else {
 				none = evd__bin_cost_warm(a, i, g, t, &past);
 			}
-			none += past * a->pen[a->tab->bcls[i]];
+			none += past * a->cold_cost[a->tab->bin_ctx[i]];
 		}
 		cost[0] += w[i] * none;
 		for (int k = 0; k < nb; k++)
@@ -238,8 +243,8 @@ evd__guard_reach(const struct adaptive *a, const double *w, uint64_t t)
 	edge = (double)t + (double)a->guard_ns;
 	for (int i = 0; i < GAP_BINS; i++) {
 		tot += w[i];
-		sleeps += a->tab->bv[i] > (double)t ? w[i] : 0;
-		cut += a->tab->bv[i] > edge ? w[i] : 0;
+		sleeps += a->tab->bin_mid[i] > (double)t ? w[i] : 0;
+		cut += a->tab->bin_mid[i] > edge ? w[i] : 0;
 	}
 	if (tot <= 0 || cost <= 0) /* nothing learned yet, or a timer that costs nothing */
 		return true;

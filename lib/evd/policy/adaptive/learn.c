@@ -48,19 +48,20 @@ learn_threshold(struct adaptive *a, bool decay)
 		double tot = 0, lng = 0;
 
 		for (int i = 0; i < GAP_BINS; i++) {
-			tot += a->tab->bv[i] >= 4000 ? all[i] : 0;
-			lng += a->tab->bv[i] > (double)a->env->window_ns ? all[i] : 0;
+			tot += a->tab->bin_mid[i] >= 4000 ? all[i] : 0;
+			lng += a->tab->bin_mid[i] > (double)a->env->window_ns ? all[i] : 0;
 		}
 		a->win_live = lng > 0.01 * tot;
 	}
 	if (!a->win_live)
-		memset(a->pen, 0, sizeof(a->pen));
+		memset(a->cold_cost, 0, sizeof(a->cold_cost));
 	a->pooled_ns = evd__best_thresholds(a, all, &a->pooled_cold_ns, NULL, NULL);
 	if (a->win_live)
 		evd__window_learn(a, cls);
-	/* every young context's, and a new source's (pw_slot_of) */
+	/* every young context's, and a new source's (slot_of) */
 	if (a->guard_auto) {
-		a->pooled_guard = evd__guard_pick(a, all, a->pooled_ns, false, &a->pooled_guard_span);
+		a->pooled_guard = evd__guard_pick(a, all, a->pooled_ns, false,
+						   &a->pooled_guard_span);
 		a->pooled_guard_cold = a->pooled_guard;
 		a->pooled_guard_span_cold = a->pooled_guard_span;
 		if (a->win_live && a->been_cold)
@@ -98,7 +99,8 @@ learn_threshold(struct adaptive *a, bool decay)
 			"more; cold thresholds %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " ns; bounds "
 			"warm %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 ", cold %" PRIu64 " %" PRIu64
 			" %" PRIu64 " %" PRIu64 " ns (per context, slot 0; %" PRIu64 ": none)",
-			a->pen[0], a->pen[1], a->pen[2], a->pen[3], a->ctx_threshold_cold[0],
+			a->cold_cost[0], a->cold_cost[1], a->cold_cost[2], a->cold_cost[3],
+			a->ctx_threshold_cold[0],
 			a->ctx_threshold_cold[1], a->ctx_threshold_cold[2], a->ctx_threshold_cold[3],
 			a->ctx_guard[0], a->ctx_guard[1], a->ctx_guard[2], a->ctx_guard[3],
 			a->ctx_guard_cold[0], a->ctx_guard_cold[1], a->ctx_guard_cold[2],
@@ -129,7 +131,7 @@ evd__adaptive_update(struct adaptive *a)
 	bool decay;
 
 	if (a->gap_scored) {
-		/* A gap sup_choose saw begin has ended (last_gap_ns): charge
+		/* A gap evd__superpose_choose saw begin has ended (last_gap_ns): charge
 		 * both rules; here, not in adaptive_events, which a saturated
 		 * loop runs at every round. In a real loop a gap that ended in
 		 * a wake is measured long by the wake latency (here as in the

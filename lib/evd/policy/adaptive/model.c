@@ -94,24 +94,24 @@ cost_table(const struct adaptive *a, struct adaptive_tables *tb)
 	tb->lambda = a->lambda;
 	tb->lat_budget_ns = a->lat_budget_ns;
 	for (int i = 0; i < GAP_BINS; i++) {
-		tb->bv[i] = bin_value(i);
-		tb->bcls[i] = gap_context((uint64_t)tb->bv[i]);
+		tb->bin_mid[i] = bin_value(i);
+		tb->bin_ctx[i] = gap_context((uint64_t)tb->bin_mid[i]);
 	}
 	for (int j = 0; j <= GAP_BINS; j++) {
 		double t = j == 0 ? 0 : j == GAP_BINS ? INFINITY : bin_edge(j);
 
 		tb->t_ns[j] = j == GAP_BINS ? UINT64_MAX : (uint64_t)t;
-		tb->td[j] = (double)tb->t_ns[j];
+		tb->t_as_double[j] = (double)tb->t_ns[j];
 		for (int i = 0; i < GAP_BINS; i++) {
 			double past;
 
 			if (!a->window) {
-				tb->cost[j][i] = evd__model_cost(a, tb->bv[i], t);
+				tb->cost[j][i] = evd__model_cost(a, tb->bin_mid[i], t);
 				continue;
 			}
-			tb->cost[j][i] = evd__bin_cost_warm(a, i, tb->bv[i], t, &past);
+			tb->cost[j][i] = evd__bin_cost_warm(a, i, tb->bin_mid[i], t, &past);
 			tb->past[j][i] = (float)past;
-			tb->cost_cold[j][i] = evd__model_cost_at(a, tb->bv[i], t, true);
+			tb->cost_cold[j][i] = evd__model_cost_at(a, tb->bin_mid[i], t, true);
 		}
 	}
 }
@@ -167,7 +167,7 @@ evd__tables_get(const struct adaptive *a, struct adaptive_tables **own)
 /* The threshold with the least expected cost over a histogram, for a gap
  * that starts warm, and, with a window, one that starts cold (*cold_t), in
  * one pass; their expected costs in *least_w, *least_c if not NULL. With a
- * window, what the next gap pays for a cold start (pen) is added where
+ * window, what the next gap pays for a cold start (cold_cost) is added where
  * this one leaves the window shut: after a sleep past W, or, shut already,
  * after none (spinning does not open it; only a halt within it does). */
 uint64_t
@@ -198,11 +198,14 @@ evd__best_thresholds(const struct adaptive *a, const double *w, uint64_t *cold_t
 
 			for (int k = 0; k < n; k++) {
 				int i = nz[k];
-				double pen = a->pen[tb->bcls[i]], past = tb->past[j][i];
+				double cold_cost = a->cold_cost[tb->bin_ctx[i]];
+				double past = tb->past[j][i];
 
-				cost += w[i] * (tb->cost[j][i] + past * pen);
+				cost += w[i] * (tb->cost[j][i] + past * cold_cost);
 				cost_c += w[i] * (tb->cost_cold[j][i] +
-						  (tb->bv[i] <= tb->td[j] ? pen : past * pen));
+						  (tb->bin_mid[i] <= tb->t_as_double[j]
+							   ? cold_cost
+							   : past * cold_cost));
 			}
 			if (cost_c < best_c) {
 				best_c = cost_c;

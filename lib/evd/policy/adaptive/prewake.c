@@ -6,29 +6,29 @@
 
 #include "adaptive.h"
 
-#define PW_RUN 8        /* periodic after this many long gaps in a row... */
-#define PW_CV 0.125     /* ...each within this part of the mean */
+#define PREWAKE_RUN 8        /* periodic after this many long gaps in a row... */
+#define PREWAKE_CV 0.125     /* ...each within this part of the mean */
 
 /* A long gap g of one source, ending now: is the source periodic, and does
  * waking before its next arrival pay? Sets the slot's window (or clears it). */
 void
-evd__prewake_learn(struct adaptive *a, struct pw_slot *sl, uint64_t now, uint64_t g)
+evd__prewake_learn(struct adaptive *a, struct source_slot *sl, uint64_t now, uint64_t g)
 {
 	double d = fabs((double)g - sl->mean);
 	bool was = sl->wake_at != 0;
 
 	sl->wake_at = 0;
-	if (sl->run == 0 || d > PW_CV * sl->mean) { /* (re)start the run here */
+	if (sl->run == 0 || d > PREWAKE_CV * sl->mean) { /* (re)start the run here */
 		sl->run = 1;
 		sl->mean = (double)g;
 		sl->dev = 0;
 	} else {
 		sl->mean += ((double)g - sl->mean) / 8;
 		sl->dev += (d - sl->dev) / 8;
-		if (sl->run < PW_RUN)
+		if (sl->run < PREWAKE_RUN)
 			sl->run++;
 	}
-	if (sl->run >= PW_RUN) {
+	if (sl->run >= PREWAKE_RUN) {
 		/* what it saves, the wake, and how early it must wake, its
 		 * timer's as late: cold past the window, both (priced cold on
 		 * one side only, pre-wake paid at lambda 1 wherever Lc was over
@@ -43,18 +43,18 @@ evd__prewake_learn(struct adaptive *a, struct pw_slot *sl, uint64_t now, uint64_
 			sl->end_at = now + (uint64_t)(sl->mean + 3 * sl->dev + margin);
 		}
 	}
-	a->pw_active += (sl->wake_at != 0) - was;
+	a->prewakes += (sl->wake_at != 0) - was;
 }
 
 /* One source had completions at now (loops of several sources). */
 void
-evd__prewake_source(struct adaptive *a, struct pw_slot *sl, uint64_t now)
+evd__prewake_source(struct adaptive *a, struct source_slot *sl, uint64_t now)
 {
-	if (sl->last_ns != 0 && now > sl->last_ns && now - sl->last_ns >= PW_MIN_NS)
+	if (sl->last_ns != 0 && now > sl->last_ns && now - sl->last_ns >= PREWAKE_MIN_NS)
 		evd__prewake_learn(a, sl, now, now - sl->last_ns);
 	else if (sl->wake_at != 0 && now >= sl->wake_at) { /* it came: the window is done */
 		sl->wake_at = 0;
-		a->pw_active--;
+		a->prewakes--;
 	}
 	sl->last_ns = now;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The loop's sources: a slot each (up to PW_SLOTS), with its own gap
+ * The loop's sources: a slot each (up to SLOTS), with its own gap
  * histograms and pre-wake state; the state of several sources is made when
  * the loop names its first.
  */
@@ -30,14 +30,14 @@ w_room(struct adaptive *a, uint32_t slot)
 /* The slot of a source: its own, or a free one, or the least recent (whose
  * pre-wake and gap histograms start again); NULL where a free one has no
  * memory for its histograms and no other can be taken. */
-static struct pw_slot *
-pw_slot_of(struct adaptive *a, uint32_t id)
+static struct source_slot *
+slot_of(struct adaptive *a, uint32_t id)
 {
-	struct pw_slot *oldest = NULL;
+	struct source_slot *oldest = NULL;
 	uint32_t c0, slot, running = (uint32_t)a->ctx / GAP_CONTEXTS;
 
-	for (int i = 0; i < PW_SLOTS; i++) {
-		struct pw_slot *sl = &a->pw[i];
+	for (int i = 0; i < SLOTS; i++) {
+		struct source_slot *sl = &a->slots[i];
 
 		if (sl->used && sl->id == id)
 			return sl;
@@ -51,11 +51,11 @@ pw_slot_of(struct adaptive *a, uint32_t id)
 		if (oldest == NULL || (oldest->used && (!sl->used || sl->last_ns < oldest->last_ns)))
 			oldest = sl; /* the first free slot, else the least recent */
 	}
-	if (!oldest->used && !w_room(a, (uint32_t)(oldest - a->pw))) {
+	if (!oldest->used && !w_room(a, (uint32_t)(oldest - a->slots))) {
 		/* no memory for a new slot: the least recent goes, as when all are used */
 		oldest = NULL;
-		for (int i = 0; i < PW_SLOTS; i++) {
-			struct pw_slot *sl = &a->pw[i];
+		for (int i = 0; i < SLOTS; i++) {
+			struct source_slot *sl = &a->slots[i];
 
 			if (sl->used && (uint32_t)i != running &&
 			    (oldest == NULL || sl->last_ns < oldest->last_ns))
@@ -64,14 +64,14 @@ pw_slot_of(struct adaptive *a, uint32_t id)
 		if (oldest == NULL)
 			return NULL;
 	}
-	a->pw_active -= oldest->wake_at != 0;
+	a->prewakes -= oldest->wake_at != 0;
 	memset(oldest, 0, sizeof(*oldest));
 	oldest->used = true;
 	oldest->id = id;
-	slot = (uint32_t)(oldest - a->pw);
-	memset(a->src->hs[slot], 0, sizeof(a->src->hs[slot]));
+	slot = (uint32_t)(oldest - a->slots);
+	memset(a->src->own_gaps[slot], 0, sizeof(a->src->own_gaps[slot]));
 	a->src->rule_cost[slot][0] = a->src->rule_cost[slot][1] = 0;
-	evd__superpose_set(a, a->sup_mask & ~(1u << slot)); /* no longer a source it knows */
+	evd__superpose_set(a, a->superposed & ~(1u << slot)); /* no longer a source it knows */
 	if (a->gap_scored && a->gap_slot == slot)
 		a->gap_scored = false; /* the gap its old source began: nobody's now */
 	c0 = GAP_CONTEXTS * slot;
@@ -98,8 +98,8 @@ evd__adaptive_source_weight(const struct evd_policy *p, uint32_t id, double *w)
 	if (p == NULL || strcmp(p->ops->name, "adaptive") != 0)
 		return -EINVAL;
 	a = p->state;
-	for (int i = 0; i < PW_SLOTS; i++)
-		if (a->pw[i].used && a->pw[i].id == id) {
+	for (int i = 0; i < SLOTS; i++)
+		if (a->slots[i].used && a->slots[i].id == id) {
 			*w = 0;
 			for (int c = i * GAP_CONTEXTS; c < (i + 1) * GAP_CONTEXTS; c++)
 				for (int b = 0; b < GAP_BINS; b++)
@@ -131,23 +131,23 @@ void
 evd__adaptive_source_events(void *st, uint64_t now, uint32_t id, uint32_t n)
 {
 	struct adaptive *a = st;
-	struct pw_slot *sl;
+	struct source_slot *sl;
 
 	RTE_SET_USED(n);
 	if (!a->learn || (unlikely(a->src == NULL) && !sources_start(a)))
 		return;
 	a->per_source = true;
-	sl = pw_slot_of(a, id);
+	sl = slot_of(a, id);
 	if (sl == NULL)
 		return; /* no memory for its histograms: not followed */
 	if (sl->last_ns != 0 && now >= sl->last_ns) { /* its own gap (superposition) */
-		uint32_t s = (uint32_t)(sl - a->pw);
+		uint32_t s = (uint32_t)(sl - a->slots);
 
-		a->src->hs[s][gap_bin(now - sl->last_ns)] += 1.0;
+		a->src->own_gaps[s][gap_bin(now - sl->last_ns)] += 1.0;
 	}
 	/* the gap that ends at the next completion is learned in this
 	 * source's contexts (a round that served several: the last one) */
-	a->slot_ctx = GAP_CONTEXTS * (uint32_t)(sl - a->pw);
+	a->slot_ctx = GAP_CONTEXTS * (uint32_t)(sl - a->slots);
 	if (a->prewake)
 		evd__prewake_source(a, sl, now);
 	else

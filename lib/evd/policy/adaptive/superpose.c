@@ -12,7 +12,7 @@
  * bin's weight spread evenly over the bin, whose edges are @p t_ns; the
  * last bin is open). */
 static double
-surv_at(const uint64_t *t_ns, const float *sv, uint64_t y)
+survival_at(const uint64_t *t_ns, const float *sv, uint64_t y)
 {
 	int k = gap_bin(y);
 	double lo, hi;
@@ -35,23 +35,24 @@ superpose_threshold(const struct adaptive *a, uint64_t start)
 {
 	const uint64_t *t_ns = a->tab->t_ns;
 	const struct adaptive_sources *src = a->src;
-	double p[GAP_BINS], s0[PW_SLOTS], s_prev = 1.0;
-	uint64_t age[PW_SLOTS];
+	double p[GAP_BINS], s0[SLOTS], s_prev = 1.0;
+	uint64_t age[SLOTS];
 	uint32_t in = 0;
 
-	for (int s = 0; s < PW_SLOTS; s++)
-		if (a->sup_mask & (1u << s)) {
-			age[s] = start > a->pw[s].last_ns ? start - a->pw[s].last_ns : 0;
-			s0[s] = surv_at(t_ns, src->surv[s], age[s]);
+	for (int s = 0; s < SLOTS; s++)
+		if (a->superposed & (1u << s)) {
+			age[s] = start > a->slots[s].last_ns ? start - a->slots[s].last_ns : 0;
+			s0[s] = survival_at(t_ns, src->survival[s], age[s]);
 			if (s0[s] > 1e-9)
 				in |= 1u << s;
 		}
 	for (int i = 0; i < GAP_BINS - 1; i++) {
 		double sx = 1.0;
 
-		for (int s = 0; s < PW_SLOTS; s++)
+		for (int s = 0; s < SLOTS; s++)
 			if (in & (1u << s))
-				sx *= surv_at(t_ns, src->surv[s], age[s] + t_ns[i + 1]) / s0[s];
+				sx *= survival_at(t_ns, src->survival[s], age[s] + t_ns[i + 1]) /
+				      s0[s];
 		/* what is left in a bin after rounding is dropped */
 		p[i] = s_prev - sx > 1e-6 ? s_prev - sx : 0;
 		s_prev = sx;
@@ -65,7 +66,7 @@ superpose_threshold(const struct adaptive *a, uint64_t start)
 void
 evd__superpose_set(struct adaptive *a, uint32_t mask)
 {
-	a->sup_mask = a->superpose && __builtin_popcount(mask) >= 2 ? mask : 0;
+	a->superposed = a->superpose && __builtin_popcount(mask) >= 2 ? mask : 0;
 }
 
 /* At an update: the survival tables of the sources' own gaps, and which
@@ -83,33 +84,34 @@ evd__superpose_learn(struct adaptive *a, bool decay)
 	uint32_t mask = 0;
 
 	/* (a loop that has named no source has no own gaps to learn or age) */
-	for (int s = 0; src != NULL && s < PW_SLOTS; s++) {
+	for (int s = 0; src != NULL && s < SLOTS; s++) {
 		double tot = 0;
 
 		for (int i = 0; i < GAP_BINS; i++)
-			tot += src->hs[s][i];
-		if (a->per_source && a->pw[s].used && a->pw[s].id != UINT32_MAX && tot >= YOUNG) {
+			tot += src->own_gaps[s][i];
+		if (a->per_source && a->slots[s].used && a->slots[s].id != UINT32_MAX &&
+		    tot >= YOUNG) {
 			double acc = 0;
 
-			src->surv[s][GAP_BINS] = 0;
+			src->survival[s][GAP_BINS] = 0;
 			for (int i = GAP_BINS - 1; i >= 0; i--) {
-				acc += src->hs[s][i];
-				src->surv[s][i] = acc / tot;
+				acc += src->own_gaps[s][i];
+				src->survival[s][i] = acc / tot;
 			}
 			mask |= 1u << s;
 		}
 		for (int i = 0; decay && i < GAP_BINS; i++)
-			src->hs[s][i] = halve(src->hs[s][i]);
+			src->own_gaps[s][i] = halve(src->own_gaps[s][i]);
 		if (decay) {
 			src->rule_cost[s][0] = halve(src->rule_cost[s][0]);
 			src->rule_cost[s][1] = halve(src->rule_cost[s][1]);
 		}
 	}
 	evd__superpose_set(a, mask);
-	if (a->sup_mask != 0)
+	if (a->superposed != 0)
 		EVD_LOG(DEBUG, "policy adaptive: superposition of %d sources (slots 0x%x); %" PRIu64
-			" idle gaps on its threshold so far", __builtin_popcount(a->sup_mask),
-			a->sup_mask, a->sup_gaps);
+			" idle gaps on its threshold so far", __builtin_popcount(a->superposed),
+			a->superposed, a->superposed_gaps);
 }
 
 /* The first empty round of a gap, in a loop of several sources: both rules
@@ -139,6 +141,6 @@ evd__superpose_choose(struct adaptive *a)
 	a->next_check = 0; /* adaptive_update scores both at the gap's end */
 	if (a->src->rule_cost[s][1] < a->src->rule_cost[s][0]) {
 		a->threshold_ns = a->gap_t[1];
-		a->sup_gaps++;
+		a->superposed_gaps++;
 	}
 }

@@ -17,7 +17,7 @@
 void
 evd__window_learn(struct adaptive *a, double cls[][GAP_BINS])
 {
-	double pen[GAP_CONTEXTS];
+	double cold_cost[GAP_CONTEXTS];
 
 	for (int c = 0; c < GAP_CONTEXTS; c++) {
 		double m = 0, warm, cold;
@@ -28,13 +28,13 @@ evd__window_learn(struct adaptive *a, double cls[][GAP_BINS])
 		}
 		for (int i = 0; i < GAP_BINS; i++)
 			a->cdf[c][i] = m > 0 ? a->cdf[c][i] / m : 0;
-		pen[c] = 0;
+		cold_cost[c] = 0;
 		if (m <= 0)
 			continue;
 		evd__best_thresholds(a, cls[c], NULL, &warm, &cold);
-		pen[c] = fmax((cold - warm) / m, 0);
+		cold_cost[c] = fmax((cold - warm) / m, 0);
 	}
-	memcpy(a->pen, pen, sizeof(pen));
+	memcpy(a->cold_cost, cold_cost, sizeof(cold_cost));
 }
 
 /* A wake: whether the host's window is shut now. */
