@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The adaptive policy's state and the calls between its files: one file per
- * mechanism (adaptive.c has the overview and the ops). Calls go down, never
- * up: adaptive.c; then decide.c, sources.c, learn.c; then window.c, guard.c,
+ * mechanism (ops.c has the overview and the ops table). Calls go down, never
+ * up: ops.c; then decide.c, sources.c, learn.c; then window.c, guard.c,
  * superpose.c, prewake.c, nap.c; then model.c.
  */
 #ifndef EVD_POLICY_ADAPTIVE_H
@@ -276,7 +276,7 @@ void evd__nap_wake(struct adaptive *a, uint64_t slept, enum evd_wake_reason why)
 void evd__young_threshold(struct adaptive *a);
 void evd__adaptive_update(struct adaptive *a);
 
-/* the ops adaptive.c's table names from decide.c and sources.c */
+/* the ops ops.c's table names from decide.c and sources.c */
 enum evd_action evd__adaptive_decide(void *st, const struct evd_policy_input *in, uint64_t *arg);
 void evd__adaptive_source_events(void *st, uint64_t now, uint32_t id, uint32_t n);
 
