@@ -136,6 +136,7 @@ main(int argc, char **argv)
 	cpu0 = process_cpu_ns();
 	wall0 = test_now_ns();
 	__atomic_store_n(&delaying, 1, __ATOMIC_RELEASE);
+	CHECK_EQ(evd_policy_env_calibrate(), 0);
 	env = evd_policy_env_get();
 	__atomic_store_n(&delaying, 0, __ATOMIC_RELEASE);
 	cpu1 = process_cpu_ns();

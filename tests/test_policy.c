@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests of policy specs, the built-ins' decisions and user policies. */
+#include <dlfcn.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -1798,6 +1799,55 @@ test_adaptive_state_bytes(void)
 	evd_policy_destroy(first);
 }
 
+static int threads_started; /* atomic: pthread_create calls, the process's */
+
+/* pthread_create, counted: the first adaptive loop must start none */
+int
+pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+	static int (*next)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+
+	__atomic_fetch_add(&threads_started, 1, __ATOMIC_RELAXED);
+	if (next == NULL)
+		next = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *),
+				void *))dlsym(RTLD_NEXT, "pthread_create");
+	return next(th, attr, fn, arg);
+}
+
+/* The first adaptive loop of a process measures nothing: it takes the
+ * built-in costs, with no thread and no log line, and those stay (a
+ * calibration asked for after is refused, naming them). */
+static void
+test_first_loop_takes_defaults(void)
+{
+	struct evd_loop_conf conf = { .policy = "adaptive" };
+	char *text = NULL;
+	size_t len = 0;
+	FILE *log = open_memstream(&text, &len);
+	struct evd_loop *loop;
+	uint64_t t0, t1;
+	int started;
+
+	CHECK(log != NULL && evd_policy_env_origin() == NULL);
+	CHECK_EQ(rte_openlog_stream(log), 0);
+	started = __atomic_load_n(&threads_started, __ATOMIC_RELAXED);
+	t0 = test_now_ns();
+	CHECK_EQ(evd_loop_create(&conf, &loop), 0);
+	t1 = test_now_ns();
+	CHECK_EQ(__atomic_load_n(&threads_started, __ATOMIC_RELAXED), started);
+	fflush(log);
+	CHECK_EQ(len, 0); /* not a line, at any level the log lets through */
+	CHECK(strcmp(evd_policy_env_origin(), "defaults") == 0);
+	CHECK_EQ(evd_policy_env_calibrate(), -EALREADY);
+	fflush(log);
+	CHECK(strstr(text, "defaults") != NULL);
+	CHECK_EQ(evd_loop_destroy(loop), 0);
+	CHECK_EQ(rte_openlog_stream(NULL), 0);
+	fclose(log);
+	free(text);
+	printf("  the first adaptive evd_loop_create: %" PRIu64 " us\n", (t1 - t0) / 1000);
+}
+
 /* Give the process's policies an environment (before any is created): B,
  * then L after 10 us, 100 us, 1 ms and 10 ms. */
 static void
@@ -1871,6 +1921,12 @@ main(int argc, char **argv)
 		TEST(test_adaptive_guard_no_c);
 		return 0;
 	}
+	if (argc > 1 && strcmp(argv[1], "defaults") == 0) {
+		TEST(test_first_loop_takes_defaults);
+		return 0;
+	}
+	/* the machine's own costs: these tests check decisions against them */
+	CHECK_EQ(evd_policy_env_calibrate(), 0);
 	TEST(test_spec_errors);
 	TEST(test_spec_ok);
 	TEST(test_l3fwd_timeout);

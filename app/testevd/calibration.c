@@ -147,10 +147,13 @@ calibration_load(const char *path)
 int
 calibration_save(const char *path)
 {
-	const struct evd_policy_env *e = evd_policy_env_get();
+	const struct evd_policy_env *e;
 	uint64_t t[EVD_ENV_WAKE_POINTS];
 	FILE *f;
 
+	if (evd_policy_env_calibrate() < 0)
+		return EXIT_RUNTIME;
+	e = evd_policy_env_get();
 	if (timer_late_measure() < 0)
 		return EXIT_RUNTIME;
 	timer_late_get(t);

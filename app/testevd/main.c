@@ -18,6 +18,7 @@
 #include <rte_errno.h>
 
 #include <evd.h>
+#include <evd_policy.h>
 
 #include "calibration.h"
 #include "options.h"
@@ -214,6 +215,10 @@ main(int argc, char **argv)
 					   : calibration_save(o.save_calibration);
 		if (rc != 0)
 			goto out_eal;
+	} else if (!o.send && !o.raw_epoll &&
+		   (o.compare || o.score || evd_policy_needs_env(o.policy) == 1)) {
+		/* the library prices with defaults unless asked to measure */
+		(void)evd_policy_env_calibrate();
 	}
 	rc = modes[o.score ? 4 : o.raw_epoll ? 3 : o.send ? 2 : o.compare ? 1 : 0]->run(&o);
 out_eal:

@@ -84,7 +84,8 @@ report_calibration(FILE *f)
 	if (e == NULL)
 		return;
 	fprintf(f, "\n  cost model (%s): B %.1f us; wake latency L after 10 us, 100 us, 1 ms, "
-		"10 ms: %.1f %.1f %.1f %.1f us\n", given ? "given by --calibration" : "measured at start",
+		"10 ms: %.1f %.1f %.1f %.1f us\n",
+		given ? "given by --calibration" : evd_policy_env_origin(),
 		(double)e->sleep_wake_ns / 1e3, (double)e->wake_ns[0] / 1e3,
 		(double)e->wake_ns[1] / 1e3, (double)e->wake_ns[2] / 1e3, (double)e->wake_ns[3] / 1e3);
 	fprintf(f, "  timeout CPU C after 100 us, 1 ms: %.1f %.1f us%s; host halt window %.0f us "

@@ -19,6 +19,7 @@
 
 #include <evd.h>
 #include <evd_ethdev.h>
+#include <evd_policy.h>
 
 #define BURST 32
 
@@ -96,6 +97,9 @@ main(int argc, char **argv)
 		rte_eal_cleanup();
 		return 1;
 	}
+	/* this machine's sleep and wake costs, for adaptive to price with
+	 * (about 100 ms; without it adaptive takes built-in ones) */
+	(void)evd_policy_env_calibrate();
 	rc = evd_loop_create(&lconf, &loop);
 	if (rc == 0)
 		rc = evd_ethdev_rxq_create(port, 0, "rx0", NULL, forward, &port, &rxq);

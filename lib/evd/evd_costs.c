@@ -54,6 +54,14 @@
 static struct evd_policy_env env;
 
 static const uint64_t cal_at[EVD_ENV_WAKE_POINTS] = { 10000, 100000, 1000000, 10000000 };
+/* The costs a policy prices with until some are measured or given: a
+ * KVM guest's order of magnitude (this project's VMs measure B 5-6 us and
+ * L 11-18 us after short sleeps, more after long ones). */
+const struct evd_policy_env evd__env_defaults = {
+	.sleep_wake_ns = 10000,
+	.wake_at_ns = { 10000, 100000, 1000000, 10000000 },
+	.wake_ns = { 20000, 20000, 20000, 20000 },
+};
 /* wakes per point, the first CAL_WARM of each not counted: they follow
  * wakes of another length, so the host has not settled (about 95 ms); then
  * the cold phase: sleeps of 2 ms and 100 us in turn, the 100 us ones after
@@ -489,11 +497,7 @@ calibrate(void)
 	cpu_set_t here;
 	pthread_t th;
 
-	env.sleep_wake_ns = 10000; /* fallbacks: typical VM figures */
-	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++) {
-		env.wake_at_ns[k] = cal_at[k];
-		env.wake_ns[k] = 20000;
-	}
+	env = evd__env_defaults; /* what a measurement that fails leaves */
 	/* a thread of its own, pinned, so that it cannot move onto the
 	 * producer's CPU (which spins) while the caller's affinity stays as is */
 	cpus(&here, sched_getcpu(), true);
@@ -589,8 +593,9 @@ evd_policy_env_wake_after_ns(const struct evd_policy_env *e, uint64_t g, uint64_
 }
 
 static pthread_mutex_t env_lock = PTHREAD_MUTEX_INITIALIZER;
-static bool env_ready; /* atomic: env holds a measurement or a given one */
+static bool env_ready; /* atomic: env is in place, fixed from then on */
 static bool env_given; /* set before env_ready: evd_policy_env_set() gave it */
+static const char *env_origin; /* set before env_ready */
 
 const struct evd_policy_env *
 evd_policy_env_get(void)
@@ -598,12 +603,38 @@ evd_policy_env_get(void)
 	if (!__atomic_load_n(&env_ready, __ATOMIC_ACQUIRE)) {
 		pthread_mutex_lock(&env_lock);
 		if (!env_ready) {
-			calibrate();
+			env = evd__env_defaults;
+			env_origin = "defaults";
 			__atomic_store_n(&env_ready, true, __ATOMIC_RELEASE);
 		}
 		pthread_mutex_unlock(&env_lock);
 	}
 	return &env;
+}
+
+int
+evd_policy_env_calibrate(void)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&env_lock);
+	if (env_ready) {
+		rc = -EALREADY;
+		EVD_LOG(ERR, "evd_policy_env_calibrate: the costs are in place already (%s): call it "
+			"before the first policy that prices with them", env_origin);
+	} else {
+		calibrate();
+		env_origin = "measured";
+		__atomic_store_n(&env_ready, true, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&env_lock);
+	return rc;
+}
+
+const char *
+evd_policy_env_origin(void)
+{
+	return __atomic_load_n(&env_ready, __ATOMIC_ACQUIRE) ? env_origin : NULL;
 }
 
 const struct evd_policy_env *
@@ -668,6 +699,7 @@ evd_policy_env_set(const struct evd_policy_env *e)
 	} else {
 		env = *e;
 		env_given = true;
+		env_origin = "given";
 		__atomic_store_n(&env_ready, true, __ATOMIC_RELEASE);
 		EVD_LOG(INFO, "given environment: B %" PRIu64 " ns, L(%" PRIu64 ", %" PRIu64 ", %"
 			PRIu64 ", %" PRIu64 " ns) %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " ns",

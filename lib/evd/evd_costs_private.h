@@ -13,6 +13,9 @@
 
 #include "evd_policy.h"
 
+/* The costs a policy prices with until some are measured or given. */
+extern const struct evd_policy_env evd__env_defaults;
+
 /* L(g), interpolated on log g between the calibration's points (flat
  * outside them); @p log_at: the points' logs, taken once, or NULL to take
  * them here. Either way the same arithmetic, so the same figure. */

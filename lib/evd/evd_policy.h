@@ -266,7 +266,7 @@ struct evd_policy_ops {
 	void (*on_events)(void *state, uint64_t now_ns, uint32_t n);
 	/** A sleep (or its re-poll) or a nap ended, after @p slept_ns (a nap that ran its length: EVD_WAKE_TIMEOUT). */
 	void (*on_wake)(void *state, uint64_t now_ns, uint64_t slept_ns, enum evd_wake_reason why);
-	/** Whether the policy needs env (the one-time calibration); 0 skips it. */
+	/** Whether the policy prices with env (evd_policy_env_get()); 0: it gets the defaults. */
 	int needs_env;
 	/**
 	 * Optional: write what the policy has learned, as text ("key=value ..."),
@@ -302,12 +302,21 @@ int evd_policy_register(const struct evd_policy_ops *ops);
  */
 int evd_policy_validate(const char *spec);
 
+/**
+ * Whether a spec's policy prices with the environment (B, L: adaptive,
+ * ski2, ski-rand), so that an application measures it first
+ * (evd_policy_env_calibrate()) or knows the defaults will do. Any thread.
+ * @param spec  The spec, as evd_policy_validate() takes it.
+ * @return 1 or 0; the errors of evd_policy_validate().
+ */
+int evd_policy_needs_env(const char *spec);
+
 /** A policy instance, outside any loop (for simulators and scoring). */
 struct evd_policy;
 
 /**
- * Create a policy instance from a spec, as a loop would (it calibrates the
- * environment if the policy needs it). Control path, any thread.
+ * Create a policy instance from a spec, as a loop would (a policy that
+ * prices with the environment takes it: evd_policy_env_get()). Control path, any thread.
  * @param spec  The spec.
  * @param out   Receives the instance.
  * @return 0; -EINVAL (a bad spec, logged); -ENOENT (no such policy);
@@ -359,17 +368,19 @@ void evd_policy_wake(struct evd_policy *p, uint64_t now_ns, uint64_t slept_ns,
 		     enum evd_wake_reason why);
 
 /**
- * The environment measured for this process (measures on first call,
- * about 95 ms, while a producer thread spins on another CPU; up to a few
- * hundred ms where the wakes stall; later calls return the cached result).
- * Any thread.
+ * The environment the policies of this process price with: the one given
+ * (evd_policy_env_set()) or measured (evd_policy_env_calibrate()), else
+ * built-in defaults, taken on the first call and kept (a KVM guest's order
+ * of magnitude: B 10 us, L 20 us). Never measures, starts no thread. Any
+ * thread.
  * @return the environment (never NULL).
  */
 const struct evd_policy_env *evd_policy_env_get(void);
 
 /**
- * The environment if it was measured or given already, else NULL; never
- * measures (for reports: what the policies of this process priced with).
+ * The environment if it is in place (given, measured, or the defaults a
+ * policy took), else NULL; never takes the defaults (for reports: what the
+ * policies of this process priced with).
  * @param given  if not NULL and the environment is there, set to whether
  *               evd_policy_env_set() gave it (untouched when this returns NULL).
  * @return the environment, or NULL. Any thread.
@@ -392,6 +403,26 @@ const struct evd_policy_env *evd_policy_env_peek(bool *given);
  *   -EALREADY (the environment was measured or given already).
  */
 int evd_policy_env_set(const struct evd_policy_env *env);
+
+/**
+ * Measure the environment (B, L at four sleep lengths, the timeout's CPU
+ * and lateness, the host's halt window) for this process: about 100 ms on
+ * the calling thread's CPU, with a producer thread spinning on another CPU
+ * (up to a few hundred ms where wakes stall), logged at INFO. Control path,
+ * any thread: call it at start-up, before the first loop or policy instance
+ * that prices with costs (an adaptive one); otherwise the built-in defaults
+ * are in place and stay.
+ * @return 0; -EALREADY, logged (the environment was given, measured, or the
+ *   defaults taken, already).
+ */
+int evd_policy_env_calibrate(void);
+
+/**
+ * Where the environment came from, for reports. Any thread.
+ * @return "given", "measured" or "defaults"; NULL while none is in place
+ *   (no policy has priced with one yet).
+ */
+const char *evd_policy_env_origin(void);
 
 #ifdef __cplusplus
 }

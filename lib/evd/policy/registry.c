@@ -14,6 +14,7 @@
 
 #include <rte_common.h>
 
+#include "evd_costs_private.h"
 #include "evd_private.h"
 
 #define MAX_POLICIES 32
@@ -202,11 +203,6 @@ parse_spec(const char *spec, struct parsed_spec *ps)
 static int
 instantiate(const char *spec, bool calibrate, struct evd_policy *out)
 {
-	static const struct evd_policy_env no_env = {
-		.sleep_wake_ns = 20000,
-		.wake_at_ns = { 10000, 100000, 1000000, 10000000 },
-		.wake_ns = { 20000, 20000, 20000, 20000 },
-	};
 	struct parsed_spec ps;
 	const struct evd_policy_ops *ops;
 	void *state = NULL;
@@ -226,7 +222,8 @@ instantiate(const char *spec, bool calibrate, struct evd_policy *out)
 	}
 	if (ops->create != NULL) {
 		rc = ops->create(ps.params, ps.n,
-				 calibrate && ops->needs_env ? evd_policy_env_get() : &no_env, &state);
+				 calibrate && ops->needs_env ? evd_policy_env_get() : &evd__env_defaults,
+				 &state);
 		if (rc == -ENOMEM) /* the others are logged by the policy, naming the key */
 			EVD_LOG(ERR, "policy %s: no memory for its state", ps.name);
 		if (rc < 0)
@@ -328,4 +325,16 @@ int
 evd_policy_validate(const char *spec)
 {
 	return instantiate(spec, false, NULL);
+}
+
+int
+evd_policy_needs_env(const char *spec)
+{
+	struct parsed_spec ps;
+	int rc = evd_policy_validate(spec);
+
+	if (rc < 0)
+		return rc;
+	(void)parse_spec(spec, &ps); /* valid: it parses, and names a policy */
+	return lookup(ps.name)->needs_env != 0;
 }
