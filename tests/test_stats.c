@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests of stats: exact counts, reset, and reads while the loop runs. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <time.h>
@@ -433,6 +434,85 @@ test_cpu_steps_two_threads(void)
 	close(fds[1]);
 }
 
+static pthread_t clock_watched; /* the thread whose CPU clock reads are counted */
+static int watching;              /* atomic */
+static int cpu_clock_reads;       /* atomic */
+
+/* clock_gettime, its CPU clock reads by the watched thread counted */
+int
+clock_gettime(clockid_t id, struct timespec *ts)
+{
+	static int (*next)(clockid_t, struct timespec *);
+
+	if (id == CLOCK_THREAD_CPUTIME_ID && __atomic_load_n(&watching, __ATOMIC_ACQUIRE) &&
+	    pthread_equal(pthread_self(), clock_watched))
+		__atomic_fetch_add(&cpu_clock_reads, 1, __ATOMIC_RELAXED);
+	if (next == NULL)
+		next = (int (*)(clockid_t, struct timespec *))dlsym(RTLD_NEXT, "clock_gettime");
+	return next(id, ts);
+}
+
+struct one_by_one {
+	struct evd_loop *loop;
+	uint64_t handled; /* atomic */
+};
+
+static void
+count_one(struct evd_source *s, void *burst, uint16_t n, void *arg)
+{
+	(void)s;
+	(void)burst;
+	__atomic_fetch_add(&((struct one_by_one *)arg)->handled, n, __ATOMIC_RELEASE);
+}
+
+static void *
+run_watched(void *arg)
+{
+	CHECK_EQ(evd_loop_run(((struct one_by_one *)arg)->loop), 0);
+	return NULL;
+}
+
+/* A loop under evd_loop_run sleeps and wakes without reading its thread's
+ * CPU clock (a syscall where the vDSO has none): stats read that clock
+ * live, from the reader's thread, and still see the loop's CPU grow. */
+static void
+test_sleeps_read_no_cpu_clock(void)
+{
+	struct evd_loop_conf conf = { .policy = "intr" };
+	struct one_by_one o = { 0 };
+	struct evd_loop_stats st, during;
+	struct evd_source *ring;
+	struct evd_event ev = { 0 };
+	pthread_t th;
+
+	CHECK_EQ(evd_loop_create(&conf, &o.loop), 0);
+	CHECK_EQ(evd_ring_create("one", 16, count_one, &o, &ring), 0);
+	CHECK_EQ(evd_loop_add(o.loop, ring), 0);
+	CHECK_EQ(pthread_create(&th, NULL, run_watched, &o), 0);
+	clock_watched = th;
+	__atomic_store_n(&watching, 1, __ATOMIC_RELEASE);
+	for (uint64_t i = 1; i <= 100; i++) {
+		CHECK_EQ(evd_ring_post(ring, &ev), 0);
+		while (__atomic_load_n(&o.handled, __ATOMIC_ACQUIRE) < i)
+			test_sleep_us(50);
+		test_sleep_us(200); /* the loop goes back to sleep */
+	}
+	CHECK_EQ(evd_loop_stats_get(o.loop, &during), 0);
+	__atomic_store_n(&watching, 0, __ATOMIC_RELEASE);
+	printf("  %" PRIu64 " sleeps, %d CPU clock reads on the loop's thread, cpu_ns %" PRIu64 "\n",
+	       during.sleeps, __atomic_load_n(&cpu_clock_reads, __ATOMIC_RELAXED), during.cpu_ns);
+	CHECK(during.sleeps >= 50);
+	CHECK(__atomic_load_n(&cpu_clock_reads, __ATOMIC_RELAXED) <= 2); /* the run's start */
+	CHECK(during.cpu_ns > 0);
+	CHECK_EQ(evd_loop_stop(o.loop), 0);
+	CHECK_EQ(pthread_join(th, NULL), 0);
+	CHECK_EQ(evd_loop_stats_get(o.loop, &st), 0);
+	CHECK(st.cpu_ns >= during.cpu_ns);
+	CHECK_EQ(evd_loop_remove(o.loop, ring), 0);
+	CHECK_EQ(evd_source_destroy(ring), 0);
+	CHECK_EQ(evd_loop_destroy(o.loop), 0);
+}
+
 int
 main(void)
 {
@@ -442,5 +522,6 @@ main(void)
 	TEST(test_reset_races_read);
 	TEST(test_mode_trace);
 	TEST(test_cpu_steps_two_threads);
+	TEST(test_sleeps_read_no_cpu_clock);
 	return 0;
 }

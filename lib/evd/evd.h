@@ -186,8 +186,10 @@ struct evd_loop_stats {
 	 *  busy rounds; with evd_loop_step(), the caller's time between steps is
 	 *  in poll). */
 	uint64_t mode_ns[EVD_MODE_COUNT];
-	/** CPU time of the loop's thread (0 before the loop ran; sampled as
-	 *  mode_ns, the caller's between steps included). */
+	/** CPU time of the loop's thread (0 before the loop ran): under
+	 *  evd_loop_run() read live from that thread's CPU clock; with
+	 *  evd_loop_step() or evd_loop_poll() sampled as mode_ns, the
+	 *  caller's time between steps included. */
 	uint64_t cpu_ns;
 	uint32_t mode;             /**< Current enum evd_mode. */
 	/**

@@ -57,11 +57,24 @@ cpu_sample(struct evd_loop *loop)
 {
 	uint64_t t = evd__thread_cpu_ns();
 	pthread_t me = pthread_self();
+	uint32_t seq = loop->cpu_seq;
 
+	__atomic_store_n(&loop->cpu_seq, seq + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
 	if (loop->cpu_last != 0 && pthread_equal(me, loop->cpu_thread) && t >= loop->cpu_last)
 		EVD_STAT_ADD(loop->stats.cpu_ns, t - loop->cpu_last);
-	loop->cpu_last = t;
+	__atomic_store_n(&loop->cpu_last, t, __ATOMIC_RELAXED);
 	loop->cpu_thread = me;
+	__atomic_store_n(&loop->cpu_seq, seq + 2, __ATOMIC_RELEASE);
+}
+
+/* A wait's CPU sample: under evd_loop_run stats read the thread's clock
+ * live instead. */
+static inline void
+cpu_sample_wait(struct evd_loop *loop)
+{
+	if (!loop->cpu_live)
+		cpu_sample(loop);
 }
 
 /* Charge the time since the last mark to the current mode, then switch. */
@@ -343,7 +356,7 @@ after_wait(struct evd_loop *loop, uint64_t t0, enum evd_wake_reason why, bool na
 	n += poll_woken_level(loop);
 	/* after the poll: the CPU clock's read (a syscall on some hosts) would
 	 * delay the handlers of what woke us */
-	cpu_sample(loop);
+	cpu_sample_wait(loop);
 	evd__ack_woken(loop);
 	if (!nap)
 		n += after_sleep(loop, why, t1);
@@ -402,7 +415,7 @@ arm_and_repoll(struct evd_loop *loop, uint64_t now, bool *all_armed)
 	uint64_t errors;
 
 	set_mode(loop, EVD_MODE_SLEEP, now);
-	cpu_sample(loop);
+	cpu_sample_wait(loop);
 	*all_armed = true;
 	for (uint32_t i = loop->n_act; i-- > 0;) {
 		struct evd_source *s = loop->act[i].src;
@@ -516,7 +529,7 @@ nap_protocol(struct evd_loop *loop, uint64_t ns, uint64_t now)
 	enum evd_wake_reason why;
 
 	set_mode(loop, EVD_MODE_SLEEP, now);
-	cpu_sample(loop);
+	cpu_sample_wait(loop);
 	if (__atomic_load_n(&loop->stop, __ATOMIC_ACQUIRE)) {
 		set_mode(loop, EVD_MODE_POLL, now);
 		return 0;
@@ -778,8 +791,10 @@ evd_loop_run(struct evd_loop *loop)
 	rc = evd__hold_take(loop, EVD__RUN);
 	if (rc < 0)
 		return EVD_ARG_ERR(rc, "evd_loop_run %s: the loop is already running", loop->name);
-	loop->cpu_last = evd__thread_cpu_ns();
-	loop->cpu_thread = pthread_self();
+	loop->cpu_last = 0;
+	cpu_sample(loop);
+	if (pthread_getcpuclockid(pthread_self(), &loop->cpu_clock) == 0)
+		__atomic_store_n(&loop->cpu_live, true, __ATOMIC_RELEASE);
 	/* time between runs is nobody's: start the mode clock afresh */
 	loop->mode_mark_ns = evd__now(loop);
 	/* Timed waits (naps, pre-wake, timers, the sleep bound) end up to the
@@ -794,8 +809,9 @@ evd_loop_run(struct evd_loop *loop)
 	if (slack > (int)LOOP_TIMER_SLACK_NS)
 		(void)prctl(PR_SET_TIMERSLACK, (unsigned long)slack, 0, 0, 0);
 	set_mode(loop, EVD_MODE_POLL, evd__now(loop));
+	__atomic_store_n(&loop->cpu_live, false, __ATOMIC_RELEASE);
 	cpu_sample(loop);
-	loop->cpu_last = 0;
+	__atomic_store_n(&loop->cpu_last, 0, __ATOMIC_RELAXED);
 	evd__hold_release(loop);
 	return rc == -ESHUTDOWN ? 0 : rc;
 }

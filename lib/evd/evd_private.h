@@ -253,8 +253,13 @@ struct evd_loop {
 	uint32_t mode;
 
 	uint64_t rounds;
-	uint64_t cpu_last;  /* thread CPU clock at the last sample, 0: none */
+	uint64_t cpu_last;  /* atomic: thread CPU clock at the last sample, 0: none */
 	pthread_t cpu_thread; /* the thread of that sample (steps may change threads) */
+	/* under evd_loop_run its thread's CPU clock, which stats read live, so
+	 * that a sleep pays no clock syscall; odd cpu_seq: a sample under way */
+	clockid_t cpu_clock;
+	bool cpu_live;      /* atomic */
+	uint32_t cpu_seq;   /* atomic */
 
 	/* mode transitions (evd_loop_trace_enable): written by the loop thread */
 	struct evd_mode_event *trace;
@@ -293,6 +298,7 @@ void evd__registry_unlock(void);
 /* evd_clock.c */
 void evd__clock_default(struct evd_loop *loop); /* the TSC where it serves, else CLOCK_MONOTONIC */
 uint64_t evd__thread_cpu_ns(void);
+uint64_t evd__loop_cpu_ns(struct evd_loop *loop); /* cpu_ns with evd_loop_run's live part */
 void evd__power_pause_wait(uint64_t ns);        /* rte_power_pause for ns (evd__power_pause()) */
 
 /* evd_hold.c: who may call what */

@@ -96,6 +96,34 @@ evd_loop_trace_read(struct evd_loop *loop, uint64_t *cursor, struct evd_mode_eve
  * telemetry (another thread) may be reading it. */
 #define PUT(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
 
+uint64_t
+evd__loop_cpu_ns(struct evd_loop *loop)
+{
+	uint64_t cpu, last;
+	uint32_t s1, s2;
+	bool live;
+
+	do {
+		s1 = __atomic_load_n(&loop->cpu_seq, __ATOMIC_ACQUIRE);
+		live = __atomic_load_n(&loop->cpu_live, __ATOMIC_ACQUIRE);
+		cpu = LOAD(loop->stats.cpu_ns);
+		last = LOAD(loop->cpu_last);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		s2 = __atomic_load_n(&loop->cpu_seq, __ATOMIC_RELAXED);
+	} while ((s1 & 1) != 0 || s1 != s2);
+	if (live && last != 0) {
+		struct timespec ts;
+
+		/* the run's thread's clock, read from any thread */
+		if (clock_gettime(loop->cpu_clock, &ts) == 0) {
+			uint64_t t = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+
+			cpu += t > last ? t - last : 0;
+		}
+	}
+	return cpu;
+}
+
 static void
 loop_stats_read(const struct evd_loop_stats *s, struct evd_loop_stats *d)
 {
@@ -188,6 +216,7 @@ evd_loop_stats_get(struct evd_loop *loop, struct evd_loop_stats *st)
 	if (st == NULL)
 		return EVD_ARG_ERR(-EINVAL, "evd_loop_stats_get %s: st is NULL", loop->name);
 	loop_stats_read(&loop->stats, d);
+	d->cpu_ns = evd__loop_cpu_ns(loop);
 	b = &loop->stats_base;
 	SUB(polls); SUB(empty_polls); SUB(events); SUB(arms); SUB(repoll_hits); SUB(sleeps);
 	SUB(wakeups); SUB(spurious_wakeups); SUB(sleep_timeouts); SUB(lost_wakeups); SUB(pauses);
@@ -220,6 +249,7 @@ evd_loop_stats_reset(struct evd_loop *loop)
 	if (!evd__live_loop(loop, "evd_loop_stats_reset"))
 		return -EINVAL;
 	loop_stats_read(&loop->stats, &loop->stats_base);
+	PUT(loop->stats_base.cpu_ns, evd__loop_cpu_ns(loop));
 	return 0;
 }
 
