@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The adaptive policy's state and the calls between its files: one file per
- * mechanism (ops.c has the overview and the ops table). Calls go down, never
- * up: ops.c; then decide.c, sources.c, learn.c; then window.c, guard.c,
- * superpose.c, prewake.c, nap.c; then model.c.
+ * The adaptive policy's state and the calls between its files, one file per
+ * mechanism (ops.c has the ops table; doc/guides/policies.md the model).
+ * Calls go down, never up: ops.c; then decide.c, sources.c, learn.c; then
+ * window.c, guard.c, superpose.c, prewake.c, nap.c; then model.c.
  */
 #ifndef EVD_POLICY_ADAPTIVE_H
 #define EVD_POLICY_ADAPTIVE_H
@@ -23,7 +23,8 @@
 #define SLOTS 8        /* sources followed one by one; more share the least recent slot */
 #define CONTEXTS (GAP_CONTEXTS * SLOTS) /* x the source that ended the gap */
 
-/* When the histograms are learned (learn.c). */
+/* When the histograms are learned (learn.c; the scores that set the
+ * schedule: doc/guides/policies.md, "adaptive (the default)"). */
 #define YOUNG 32
 #define DECAY_EVERY 4096 /* gaps */
 #define LEARN_EVERY 256 /* idle gaps */
@@ -61,8 +62,8 @@ struct guard_bound {
  * The cost model's tables, per threshold j (edge j; 0: sleep at once;
  * GAP_BINS: never) and gap bin i, so that an update is sums only. They
  * depend on the calibration and the prices alone, so the loops priced alike
- * share one set, made once and read-only (tables_get; 48 KB, against a
- * loop's 4 KB: doc/guides/policies.md, "Adaptive's state").
+ * share one read-only set (tables_get), which outweighs a loop's own state
+ * many times (doc/guides/policies.md, "Adaptive's state").
  */
 struct adaptive_tables {
 	double lambda, lat_budget_ns; /* the prices they were made with */
@@ -144,7 +145,7 @@ struct adaptive {
 	uint64_t pooled_cold_ns, pooled_guard_cold, pooled_guard_span_cold;
 	uint32_t idle_left;           /* idle gaps (the loop had to decide) to the next update */
 	uint64_t young_buy_ns;        /* while young: the price of a sleep, B + lambda L */
-	uint64_t next_decay;          /* samples at the next halving: 4096, then +4096 */
+	uint64_t next_decay;          /* samples at the next halving (every DECAY_EVERY) */
 	uint64_t next_check;          /* samples at the next update or halving */
 	uint64_t rnd;
 	bool lock_in;                 /* the last round found a burst: the loop is behind */
@@ -175,16 +176,12 @@ gap_context(uint64_t g)
 	return g < 4000 ? 0 : g < 64000 ? 1 : g < 1000000 ? 2 : 3;
 }
 
-/* Two bins per octave above 256 ns, split where bin_edge() splits them (at
- * sqrt(2) times the octave's start), found by the gap's top bit: bin_base
- * is the octave's first bin, bin_split the least gap of its second,
- * ceil(2^(m + 1/2)) for top bit m (tests/test_gap_bin.c checks both
- * tables against the edges). Under 256 ns (m < 8) the split is never
- * reached; from 2^32 ns on it always is (bin 47). Two loads and no branch:
- * this runs at every round that finds work. adaptive_events went from 56
- * to 46 instructions a call with it (g^2 against 2^(2m + 1) before, and
- * a branch at each end); callgrind, the saturated ring, 8 runs each:
- * 55.51-55.81 instructions an event, 55.78-56.25 before (poll: 53.44). */
+/* A gap's bin by its top bit m, in two loads and no branch, since this
+ * runs at every round that finds work (its cost: doc/guides/policies.md,
+ * "Adaptive's state"): bin_base is the octave's first bin, bin_split the
+ * least gap of its second, ceil(2^(m + 1/2)), where bin_edge() splits it;
+ * under 256 ns the split is never reached, from 2^32 ns it always is
+ * (tests/test_gap_bin.c checks both tables against the edges). */
 static const uint8_t bin_base[64] = {
 	[0 ... 7] = 0,
 	0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22,
@@ -208,9 +205,9 @@ gap_bin(uint64_t g)
 	return bin_base[m] + (g >= bin_split[m]);
 }
 
-/* The decay's halving. A weight under 1e-30 (a gap's, about 100 halvings
- * ago) goes to 0: halved on, it would turn subnormal, whose arithmetic is
- * slow on x86 without flush-to-zero, for some 50 halvings more. */
+/* The decay's halving. A weight under 1e-30 (a gap about 100 halvings
+ * old) goes to 0: halved on, it would turn subnormal, whose arithmetic is
+ * slow on x86 without flush-to-zero. */
 static inline double
 halve(double w)
 {
@@ -224,8 +221,8 @@ priced(const struct adaptive *a, double latency_ns)
 	return fmax(latency_ns - a->lat_budget_ns, 0);
 }
 
-/* The policy's L: the points' logs were taken at create (one log() a
- * figure, not three; guard_pick takes up to six figures a bin). */
+/* The policy's L, from the points' logs taken at create: one log() a
+ * figure instead of three, and guard_pick takes up to six a bin. */
 static inline double
 wake_lat(const struct adaptive *a, uint64_t g)
 {

@@ -60,10 +60,9 @@ cold_rules(struct adaptive *a)
 }
 
 /* Nap where the arrival rate promises two arrivals a nap or more: one is no
- * better than a sleep, and waits longer. The rate is the completions a
- * round found over the gap before it, each averaged over the idle gaps
- * (1/8 each; a ratio of averages, since the mean of 1/gap is dominated by
- * the short ones). */
+ * better than a sleep, and waits longer. The rate is a ratio of averages
+ * over the idle gaps (completions, and the gap before them; 1/8 each),
+ * since the mean of 1/gap is dominated by the short gaps. */
 static inline bool
 nap_pays(struct adaptive *a, const struct evd_policy_input *in)
 {

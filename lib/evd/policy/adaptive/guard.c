@@ -7,7 +7,8 @@
 
 #include "adaptive.h"
 
-/* The bounds guard_pick weighs, besides none (and the window's, W). */
+/* The bounds guard_pick weighs besides none and W: a few steps over the
+ * range where L grows (doc/guides/policies.md, "The guard"). */
 static const uint64_t guard_bound_ns[] = { 1000000, 2000000, 3000000, 5000000, 10000000 };
 static_assert(GUARD_BOUNDS == RTE_DIM(guard_bound_ns) + 1, "W, then the list");
 
@@ -17,8 +18,7 @@ bound_at(const struct adaptive *a, uint64_t G, struct guard_bound *g)
 	g->G = (double)G;
 	g->c = fmax(evd_policy_env_timeout_ns(a->env, G), 1.0);
 	g->bs = evd_policy_env_bounded_sleep_ns(a->env, G);
-	/* (an environment without T: the timeout's end is not priced, as
-	 * before T was measured) */
+	/* (an environment without T: the timeout's end is not priced) */
 	g->cycle = g->G + (a->late_known ? evd_policy_env_timeout_late_ns(a->env, G) : 0);
 	g->wakes = fmin(floor(a->lambda * priced(a, evd__wake_most(a->env)) / g->c),
 			(double)a->guard_wakes);
@@ -38,12 +38,12 @@ evd__guard_bounds_init(struct adaptive *a)
 /* The priced wait of an arrival the loop serves x late (a timeout's
  * lateness) at the end of a gap g, and of those that come after it
  * meanwhile, each waiting about x / 2: the first with F1, the chance that
- * the gap after one like g is under x (the histogram of the gaps that
- * followed gaps of g's class), each next one with F0, the same after a
- * gap under 4 us (a burst): F1 / (1 - F0) of them (F0 at most 0.99). A
- * burst that lands in a timeout's lateness waits whole (apt-download-2 at
- * 100x: with F at most 0.9 for both the bound at W cost 1.63 against 1.18
- * without). (Without the window's figures, none: the arrival alone.) */
+ * the gap after one like g is under x, each next one with F0, the same
+ * after a gap under 4 us (a burst): F1 / (1 - F0) of them. F0 is capped
+ * at 0.99 only, against a division by 0: a burst that lands in a
+ * timeout's lateness waits whole, and a lower cap underpriced it
+ * (policies.md, "The host's halt window"). Without a window: the arrival
+ * alone. */
 static double
 late_cost(const struct adaptive *a, double g, double x)
 {
@@ -58,16 +58,13 @@ late_cost(const struct adaptive *a, double g, double x)
 }
 
 /*
- * The model's cost of a gap g (t spun, then s = g - t asleep) when the
- * sleeps are bounded at G for at most g->wakes timeouts. Each timeout
- * costs C(G) and the loop runs again T(G) after it: k whole cycles of
- * G + T(G) pass, then the arrival comes either within the next sleep
- * (B, the wake latency of a sleep r after a halt of G: cold within the
- * window after a G past it) or during the next timeout's lateness (C, it
- * waits for the loop). After the last timeout the sleep is unbounded. A
- * last halt past the window adds the cost of a cold start. With no timeout (s <= G)
- * that is the cost unbounded, @p none, which the caller has already; the
- * gap began @p cold or warm (the window's state before its first sleep).
+ * The model's cost of a gap of bin i (t spun, then s asleep) under sleeps
+ * bounded at G, for at most b->wakes timeouts: k cycles of G + T(G) pass,
+ * a C(G) each, then the arrival comes within the next sleep (B and the wake
+ * latency of what is left of it) or in the next timeout's lateness (it
+ * waits for the loop); after the last timeout the sleep is unbounded.
+ * @p none is the unbounded cost, which the caller has; the gap began
+ * @p cold or warm (the window's state before its first sleep).
  */
 static double
 guard_cost(const struct adaptive *a, int i, double t, const struct guard_bound *b, double none,
@@ -84,15 +81,12 @@ guard_cost(const struct adaptive *a, int i, double t, const struct guard_bound *
 	if (k >= b->wakes)
 		k = b->wakes;
 	if (b->G <= w && k < b->wakes && b->cycle > b->G) {
-		/* a bound within the window: its cycle (158 us here) is shorter
-		 * than the bins (a half octave: 150 us wide at 440 us), so where
-		 * in a cycle the arrival lands is spread: in a sleep (G of the
-		 * cycle: woken warm, L at about G / 2; before the first timeout,
-		 * as the gap began, warm or cold) or in a timeout's
-		 * lateness (T of it: waits about T / 2, with what follows it).
-		 * Taken at the bin's middle alone, a bin landed in one or the
-		 * other: apt-download-2 at 100x, bound at W where it cost 1.63
-		 * against 1.18 unbounded. */
+		/* A bound within the window has a cycle about as short as a bin
+		 * is wide, so the arrival is spread over the cycle rather than
+		 * placed by the bin's middle: in a sleep (G of the cycle: L at
+		 * about G / 2, warm, or before the first timeout as the gap
+		 * began) or in a timeout's lateness (T of it: waits about T / 2,
+		 * with what follows it). */
 		double pl = (b->cycle - b->G) / b->cycle;
 		double in_sleep = t + k * b->c + bs +
 				  a->lambda * priced(a, wake_lat_after(a, b->G / 2,
@@ -103,11 +97,9 @@ guard_cost(const struct adaptive *a, int i, double t, const struct guard_bound *
 	}
 	r = s - k * b->cycle;
 	if (k == b->wakes || r <= b->G || b->cycle <= b->G) {
-		/* the last sleep, r: past W it wakes cold and leaves the window
-		 * shut (a cold start's cost). The bin's gaps spread on log g, as for the
-		 * unbounded cost (bin_past): its share past t + k cycles + W,
-		 * not its middle's side of W alone, which made a step; after a
-		 * halt of G past W it wakes cold whatever its length */
+		/* the last sleep, r: the bin's share past t + k cycles + W
+		 * (bin_past, as unbounded) wakes cold and leaves the window
+		 * shut; after a halt of G past W it wakes cold whatever its length */
 		double p = a->window && (k == b->wakes || b->G > w)
 				   ? evd__bin_past(a, i, t + k * b->cycle)
 				   : 0;
@@ -121,18 +113,13 @@ guard_cost(const struct adaptive *a, int i, double t, const struct guard_bound *
 }
 
 /*
- * guard_us unset: bound the sleeps or not, as the model says. Where the
- * wake latency grows with the time asleep (L of the calibration), a sleep
- * cut short by a timeout every G trades a C per timeout for the latency
- * of a shorter sleep; where the host has a halt window, a bound within it
- * (W) keeps every wake warm, the next gap's too. A gap gets at most
- * g->wakes timeouts: a gap far longer than the histogram foretold (a
- * silence) costs at most that, not a C every G for the loop's whole
- * window. Per context, over its histogram (or all contexts', while its
- * own is young), with its threshold, for a gap that starts @p cold or
- * warm, the expected cost of each bound and of none; the least wins, and
- * *span says how long past the threshold it bounds. Gaps too short for a
- * timeout cost the same under every bound and are left out.
+ * guard_us unset: bound the sleeps or not, as the model says. A timeout
+ * every G trades a C(G) for the wake latency of a shorter sleep (and a
+ * bound at W keeps every wake warm, the next gap's too), for at most
+ * b->wakes timeouts a gap, so that a silence far longer than the histogram
+ * foretold costs no more. Per context, with its threshold, for a gap that
+ * starts @p cold or warm, the bound (or none) of least expected cost wins;
+ * *span says how long past the threshold it bounds.
  */
 uint64_t
 evd__guard_pick(const struct adaptive *a, const double *w, uint64_t thr, bool cold, uint64_t *span)
@@ -218,20 +205,12 @@ evd__ctx_guards(struct adaptive *a, uint32_t c, const double *w)
 		a->ctx_guard_span_cold[c] = a->pooled_guard_span_cold;
 }
 
-/* guard_us=N within the host's halt window: whether the bound pays in a
- * context (@p w, its histogram; @p t, its threshold). Such a bound is for
- * latency (it keeps the wakes warm); a longer one is also a backstop (a
- * wake the platform loses costs at most N: troubleshooting.md) and always
- * applies. Every sleep then arms a timer N away, which costs
- * C(N) - B more CPU than a sleep bounded only by max_sleep_us (where C was
- * measured: on this VM 12 us, and more in a forwarder: guard_us=100 at
- * 50k/s spent 69 against 37 % CPU at the same p99). What it buys is in the
- * sleeps it cuts short, those in gaps longer than t + N: each wakes at
- * L(N) instead of the longest sleep's L or the cold wake (wake_most),
- * priced. Where the sleeps it cuts short are too few to pay for the
- * timers of all the sleeps (at Poisson 50k/s, 0.7 % of them outlast
- * 100 us), the bound stays off; with no C measured it costs nothing and
- * stays on, as before. */
+/* guard_us=N within the host's halt window, a bound for latency (a longer
+ * one is also a backstop against lost wakes and always applies): whether it
+ * pays in a context (@p w, its histogram; @p t, its threshold). It does
+ * where the sleeps it cuts short (in gaps past t + N, each waking at L(N)
+ * instead of wake_most) save more priced latency than the C(N) - B its
+ * timer adds to every sleep (doc/guides/policies.md, "The guard"). */
 bool
 evd__guard_reach(const struct adaptive *a, const double *w, uint64_t t)
 {

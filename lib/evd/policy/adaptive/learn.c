@@ -8,10 +8,9 @@
 
 #include "adaptive.h"
 
-/* Ski rental while the histogram is young: the price of buying (a sleep)
- * is what a sleep costs in this model, B and the priced wake latency (the
- * least, L after the shortest sleep), not B alone: with latency priced,
- * [0, B] slept through gaps that were cheaper to spin. */
+/* Ski rental while the histogram is young, the price of buying being what a
+ * sleep costs in this model (B and the least priced wake latency), not B
+ * alone, so that gaps cheaper to spin than a priced sleep are spun. */
 void
 evd__young_threshold(struct adaptive *a)
 {
@@ -19,8 +18,7 @@ evd__young_threshold(struct adaptive *a)
 }
 
 /* Per context, from its own histogram once it has enough weight, else from
- * all contexts together. Then, if @p decay, age the histograms (halving
- * every 4096 gaps is the decay). */
+ * all contexts together. Then, if @p decay, age the histograms (halve them). */
 static void
 learn_threshold(struct adaptive *a, bool decay)
 {
@@ -32,17 +30,11 @@ learn_threshold(struct adaptive *a, bool decay)
 			cls[c % GAP_CONTEXTS][i] += a->w[c][i];
 			n[c] += a->w[c][i];
 		}
-	/* (with a window, on the last update's prices of a cold start: they
-	 * come from thresholds, which come from them) */
-	/* the window matters where 1 % or more of the gaps of 4 us or more
-	 * (those a rule might sleep in) outlast it: else (a loaded loop; the
-	 * halving changes no bin's share) none of its sums, the cold rules the
-	 * warm ones (callgrind, the saturated ring: 59.8 instructions per
-	 * event with them all, against 55.8 before the window). Counted
-	 * against every gap, a burst's sub-4 us gaps hid the few long ones
-	 * that shut the window before the sleeps that pay for it:
-	 * apt-download-2 at 100x, 5 of 2,178 gaps past W, 5 of 100 over 4 us,
-	 * scored 1.236 with the window ignored, 1.185 weighed */
+	/* The window is weighed only where 1 % or more of the gaps a rule might
+	 * sleep in (4 us or more, not a burst's, which would hide the few long
+	 * gaps that shut it) outlast it: else the cold rules are the warm ones,
+	 * and a loaded loop pays none of their sums (policies.md, "The host's
+	 * halt window"). */
 	a->win_live = false;
 	if (a->window) {
 		double tot = 0, lng = 0;
@@ -55,6 +47,8 @@ learn_threshold(struct adaptive *a, bool decay)
 	}
 	if (!a->win_live)
 		memset(a->cold_cost, 0, sizeof(a->cold_cost));
+	/* a cold start is priced with the last update's cold_cost: it comes
+	 * from the thresholds, which come from it */
 	a->pooled_ns = evd__best_thresholds(a, all, &a->pooled_cold_ns, NULL, NULL);
 	if (a->win_live)
 		evd__window_learn(a, cls);
@@ -114,30 +108,22 @@ learn_threshold(struct adaptive *a, bool decay)
 		a->ctx_threshold[3] == UINT64_MAX ? -1 : (int64_t)a->ctx_threshold[3]);
 }
 
-/* Young (under 32 gaps): a new randomised threshold for every gap. Then
- * learn at 32 gaps and every 64 idle gaps (counted from the first gap)
- * until the first decay, every 256 after (idle gaps: those in which the
- * loop had to decide; the threshold matters only there, and a saturated
- * loop, which has none, pays nothing; adaptive_decide counts them and
- * brings next_check forward), halving the histograms every 4096 gaps (the
- * decay). Every 4096 gaps alone was the first schedule: short captures
- * then ran on what 32 gaps had taught (reddit x100: ratio 1.53, then 1.45
- * with 256). 64 early, with the young price above: apt-download x100
- * 1.343 -> 1.161 (bench/results/score.md); later updates stay at 256:
- * each is sums over every context's histogram. */
+/* Young (under YOUNG gaps): a new randomised threshold every gap. Then an
+ * update at YOUNG gaps and every LEARN_EARLY idle gaps until the first
+ * decay, so that a short run does not live on what its first gaps taught,
+ * and every LEARN_EVERY after, since each update sums every context's
+ * histogram. Only idle gaps count (adaptive_decide counts them and brings
+ * next_check forward): the threshold matters only there, so a saturated
+ * loop pays nothing. */
 void __attribute__((noinline))
 evd__adaptive_update(struct adaptive *a)
 {
 	bool decay;
 
 	if (a->gap_scored) {
-		/* A gap evd__superpose_choose saw begin has ended (last_gap_ns): charge
-		 * both rules; here, not in adaptive_events, which a saturated
-		 * loop runs at every round. In a real loop a gap that ended in
-		 * a wake is measured long by the wake latency (here as in the
-		 * histograms): the rule that did not sleep is then charged a
-		 * sleep for some gaps it would have spun through. The model
-		 * (--score) starts the next gap at the arrival: no such lean. */
+		/* A gap evd__superpose_choose saw begin has ended (last_gap_ns):
+		 * charge both rules here, not in adaptive_events, which a
+		 * saturated loop runs at every round. */
 		double g = (double)a->last_gap_ns;
 
 		a->src->rule_cost[a->gap_slot][0] += evd__model_cost(a, g, (double)a->gap_t[0]);

@@ -47,10 +47,9 @@ evd__model_cost(const struct adaptive *a, double g, double t)
 }
 
 /* With a window: the share of bin i's gaps whose sleep after threshold t
- * outlasts W (the bin's gaps spread evenly on log g). Its middle alone was
- * a step: a threshold of 11.6 us put all of the bin around 100 us under W,
- * so at Poisson 20k/s the model spun 11.6 us before every sleep to keep
- * them warm (scorer: ratio 1.739 against intr's 1.590). */
+ * outlasts W, the bin's gaps spread evenly on log g, since the bin's middle
+ * alone makes a step that a threshold can buy a whole bin's warm wakes with
+ * (doc/guides/policies.md, "The host's halt window"). */
 double
 evd__bin_past(const struct adaptive *a, int i, double t)
 {

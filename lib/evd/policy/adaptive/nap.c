@@ -7,7 +7,7 @@
 
 #include "adaptive.h"
 
-#define NAP_STEP_NS 200.0 /* the nap's lateness: its 90th percentile moves by steps of this */
+#define NAP_STEP_NS 200.0 /* the step by which the naps' 90th-percentile lateness moves */
 
 /* The nap the budget leaves room for once a nap's lateness is paid: 0 when
  * that is not over 2 B (spinning through a nap of B costs no more than it). */
@@ -30,13 +30,12 @@ evd__naps_retry(struct adaptive *a)
 	}
 }
 
-/* A nap ended: how late (its timer's wake, this machine's and this load's)?
- * The 90th percentile, tracked by steps of NAP_STEP_NS (up 9 when later,
- * down 1 when sooner), sets the nap's length: the budget less it. A nap
- * that ended before its length was cut short (a loop timer, the loop's
- * sleep bound): no sample. When it leaves no room naps stop; every policy
- * update (64 or 256 idle gaps) they are tried again with the shortest nap
- * allowed, so one bad stretch does not end them for good. */
+/* A nap ended: how late, on this machine and at this load? The 90th
+ * percentile, tracked in steps of NAP_STEP_NS (up 9 when later, down 1 when
+ * sooner), sets the nap's length, the budget less it; a nap cut short (a
+ * loop timer, the loop's sleep bound) is no sample. When it leaves no room
+ * naps stop, and each update tries them again (evd__naps_retry) so that
+ * one bad stretch does not end them for good. */
 void
 evd__nap_wake(struct adaptive *a, uint64_t slept, enum evd_wake_reason why)
 {

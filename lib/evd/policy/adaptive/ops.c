@@ -1,65 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * adaptive learns the idle gaps the loop sees and spins exactly as long as
- * that pays off.
- *
- * Cost model (measured once per process, evd_policy_env): sleeping after t
- * of an idle gap g costs t of CPU, plus B (arm, syscalls, wake), plus the
- * wake latency L(g - t), priced at lambda ns of CPU per ns; spinning through
- * it costs g. With a latency budget (budget_us), latency up to the budget
- * is free and only what exceeds it is priced: cost = t + B + lambda x
- * max(0, L(g - t) - budget). The gaps go into a decayed histogram (two bins per octave,
- * 256 ns to about 3 s, halved every 4096 gaps); at 32 gaps and every 64
- * idle gaps (gaps with at least one empty round, counted from the first;
- * every 256 after the first 4096 gaps) it picks the spin threshold T (a
- * bin edge, 0 or "never") with the least expected cost over that
- * histogram, then polls while idle < T and sleeps after. While the
- * histogram is young (under 32 gaps) it uses the randomised ski-rental
- * threshold on [0, B + lambda L(10 us)], the price of a sleep
- * (e/(e-1)-competitive against that price). A busy period keeps it
- * polling by itself: its gaps are short, so T covers them. Gaps come in
- * runs (a burst, then a silence), so there is one histogram and one T per
- * context, the length of the previous gap (< 4 us, < 64 us, < 1 ms, more),
- * and in a loop of several sources the source whose completion began the
- * gap (the slot it has: up to 8). In such a loop each source's own
- * gaps are learned too, and at each idle gap their superposition (the
- * chance that every source stays silent past its age + x) gives a second
- * threshold; each rule is charged what it would have cost on the gap, and
- * the cheaper so far decides (superpose.c).
- * Busy-period lock-in: after a round that found a burst, spin at least B.
- *
- * Pre-wake: the long gaps (over PREWAKE_MIN_NS) also feed a running mean and mean
- * deviation. When at least PREWAKE_RUN of them in a row stay within PREWAKE_CV of their
- * mean, the arrivals are periodic: the policy then sleeps with a timeout that
- * ends a margin (3 deviations plus the wake latency L) before the expected
- * arrival, and polls through the window around it, so the arrival finds the
- * core awake. It does so only where the model says it pays: spinning the
- * margin costs less than lambda x L, the latency the wake would add (with
- * lambda = 1 that is never the case, since the timer wake has a latency too;
- * it is for latency-priced loops, lambda_pct > 100).
- *
- * Naps (software interrupt moderation, under a latency budget): where the
- * budget leaves room for a nap S = budget - (how late naps end) longer than
- * 2 B, the first empty round of a gap naps S with nothing armed, instead of
- * spinning or arming, while the arrival rate (completions over the gap they
- * ended, averaged over the idle gaps) promises two arrivals a nap or more:
- * whatever arrives meanwhile waits at most S + L, within the budget, and is
- * polled in one round, so one wake serves a whole run of arrivals that
- * spinning would have met one by one (NAPI's deferred-IRQ timer and
- * gro_flush_timeout work the same way). A nap that finds nothing lowers the
- * rate; the gap goes on under the learned threshold, to an armed sleep.
- *
- * Keys: lambda_pct (lambda x 100; default 100), budget_us (the latency
- * budget: added latency up to it is free; with room for them, naps),
- * spin_max_us (a cap on T: the longest the core stays busy after the last
- * completion), nap (0 turns naps off; default 1), prewake (0 turns pre-wake
- * off; default 1), superpose (0: in loops of several sources, the context
- * rule alone; default 1), guard_us (while the last completion is under a second
- * old, bound every sleep at this; 0: never; unset: the model picks, guard_pick),
- * guard_for_us (with guard_us=N: how long after the last completion, instead
- * of a second),
- * learn=0 (the first
- * version: spin B, pause, sleep), spin_pct and pause_ns (for learn=0).
+ * that pays: per context (the previous gap's length, and the source that
+ * began the gap), the threshold of least expected cost, CPU + lambda x the
+ * priced wake latency, over a decayed histogram of the context's gaps.
+ * adaptive.h says where each mechanism around it lives; the model, its keys
+ * and the measurements behind its constants are in doc/guides/policies.md.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -170,7 +116,7 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 		adaptive_destroy(a);
 		return -ENOMEM;
 	}
-	/* as pre-wake and the guard: latency priced (lambda_pct=0: none is) */
+	/* lock-in buys priced latency: off where L(B) is free (lambda_pct=0, a budget over it) */
 	a->lock_in_pays = a->lambda * priced(a, evd_policy_env_wake_ns(env, env->sleep_wake_ns)) > 0;
 	/* bounded: a given environment may hold any B and L, lambda_pct goes to 10^6 */
 	a->young_buy_ns = (uint64_t)fmin((double)env->sleep_wake_ns +
@@ -250,9 +196,8 @@ adaptive_events(void *st, uint64_t now, uint32_t n)
 	}
 	a->threshold_ns = a->ctx_threshold[a->ctx];
 	/* the rare part (young thresholds, learning) out of line, and as a
-	 * tail call, so the common path saves no registers (callgrind, the
-	 * saturated ring: 55.41 instructions per event against 55.69 with
-	 * the calls in line; poll 53.05) */
+	 * tail call, so that the common path saves no registers (its cost:
+	 * doc/guides/policies.md, "Adaptive's state") */
 	if (unlikely(g >= PREWAKE_MIN_NS || a->samples >= a->next_check))
 		events_rare(a, now, g);
 }

@@ -6,8 +6,10 @@
 
 #include "adaptive.h"
 
-#define PREWAKE_RUN 8        /* periodic after this many long gaps in a row... */
-#define PREWAKE_CV 0.125     /* ...each within this part of the mean */
+/* A source is periodic after PREWAKE_RUN long gaps in a row, each within
+ * PREWAKE_CV of their mean (doc/guides/policies.md, "adaptive (the default)"). */
+#define PREWAKE_RUN 8
+#define PREWAKE_CV 0.125
 
 /* A long gap g of one source, ending now: is the source periodic, and does
  * waking before its next arrival pay? Sets the slot's window (or clears it). */
@@ -29,11 +31,9 @@ evd__prewake_learn(struct adaptive *a, struct source_slot *sl, uint64_t now, uin
 			sl->run++;
 	}
 	if (sl->run >= PREWAKE_RUN) {
-		/* what it saves, the wake, and how early it must wake, its
-		 * timer's as late: cold past the window, both (priced cold on
-		 * one side only, pre-wake paid at lambda 1 wherever Lc was over
-		 * L(mean) by 3 deviations: test_adaptive_prewake on a machine
-		 * that measured Lc over L(10 ms)) */
+		/* The wake it saves and its own timer's lateness are the same L,
+		 * cold past the window on both sides: priced cold on one side
+		 * only, pre-wake would pay at lambda 1. */
 		double lat = wake_lat_after(a, sl->mean, 0);
 		double margin = 3 * sl->dev + lat;
 

@@ -41,11 +41,9 @@ slot_of(struct adaptive *a, uint32_t id)
 
 		if (sl->used && sl->id == id)
 			return sl;
-		/* never the slot whose source began the gap now ending: its
-		 * sample is learned in that slot's contexts (adaptive_events,
-		 * after this), and would land in a newcomer's. It is the most
-		 * recent source, but sources served in one round tie, and the
-		 * first of a tie went: a ninth source in a busy round took it */
+		/* never the slot whose source began the gap now ending, though
+		 * sources served in one round tie on last_ns: adaptive_events
+		 * learns that gap in the slot's contexts after this */
 		if (sl->used && (uint32_t)i == running)
 			continue;
 		if (oldest == NULL || (oldest->used && (!sl->used || sl->last_ns < oldest->last_ns)))

@@ -127,11 +127,9 @@ evd__superpose_choose(struct adaptive *a)
 {
 	uint32_t s = a->slot_ctx / GAP_CONTEXTS;
 
-	/* While the gap's context is young its threshold is all contexts'
-	 * (pooled) and often off; charged then, the context rule would carry
-	 * that for thousands of gaps after it has learned (a test of two
-	 * dependent sources saw the superposition kept at 362 ns where its
-	 * context had learned 0). The contexts decide until theirs is their own. */
+	/* A young context's threshold is the pooled one, often off: charged
+	 * for it, the context rule would carry that for thousands of gaps
+	 * after it has learned. The contexts decide until theirs is their own. */
 	if (!(a->ctx_own >> a->ctx & 1))
 		return;
 	a->gap_t[0] = a->threshold_ns;
