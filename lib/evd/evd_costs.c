@@ -25,54 +25,36 @@
 /*
  * B and L are measured the way the loop pays them, in one run of eventfd
  * wakes: a producer thread waits until the sleeper has slept g, writes the
- * eventfd, and waits for the sleeper's ack; g steps through the points of
- * L, several wakes each, and only those after the first CAL_WARM of a
- * point count, so that every wake measured follows others like it (on a
- * VM the host polls a halted vCPU for a while before giving its CPU away,
- * and learns how long from the wakes before: a lone wake after 100 us took
- * 76 us here, one in a stream of them 13 us).
- *
- * - B is CPU: the sleeping thread's own run time (CLOCK_THREAD_CPUTIME_ID,
- *   the reading's own cost taken off) for the epoll_wait and the eventfd
- *   read that consumes the wake (an eventfd has nothing to arm), over the
- *   wakes after 10 and 100 us; the clock the benches' CPU figures come from.
- * - L(g) is wall time from the write to epoll_wait returning, the mean of
- *   the wakes after g without the largest and the smallest.
- * - Only wakes of a thread that did block count (its voluntary context
- *   switches went up): a write that beat the wait measures nothing.
- * - The sleeper is a thread of its own, pinned to the caller's CPU (the
- *   caller's affinity is left alone); the producer runs on the other CPUs,
- *   busy (it spins through g), as a NIC, a peer process or another lcore
- *   is. Placed on purpose: a helper inherits its creator's affinity, and
- *   under DPDK's EAL (the main lcore pinned to one CPU) every wake would
- *   be a same-CPU switch, and a wall-clock B a wake latency, not a CPU
- *   cost. Where there is no other CPU, or the placement is refused (a
- *   cpuset), the producer shares the sleeper's CPU and sleeps instead of
- *   spinning, and the log says that L is then a same-CPU wake.
+ * eventfd and waits for the sleeper's ack. B is the sleeper's own CPU
+ * (CLOCK_THREAD_CPUTIME_ID) for the epoll_wait and the read, L the wall
+ * time from the write to epoll_wait returning. Only wakes that follow
+ * others like them count, because on a VM the host learns from recent
+ * wakes how long to poll a halted vCPU. The method and the figures it
+ * gives: doc/guides/policies.md, "The choice at every empty round".
  */
 
 static struct evd_policy_env env;
 
 static const uint64_t cal_at[EVD_ENV_WAKE_POINTS] = { 10000, 100000, 1000000, 10000000 };
 /* The costs a policy prices with until some are measured or given: a
- * KVM guest's order of magnitude (this project's VMs measure B 5-6 us and
- * L 11-18 us after short sleeps, more after long ones). */
+ * KVM guest's order of magnitude (policies.md, "The choice at every empty
+ * round", has what this project's VMs measure). */
 const struct evd_policy_env evd__env_defaults = {
 	.sleep_wake_ns = 10000,
 	.wake_at_ns = { 10000, 100000, 1000000, 10000000 },
 	.wake_ns = { 20000, 20000, 20000, 20000 },
 };
-/* wakes per point, the first CAL_WARM of each not counted: they follow
- * wakes of another length, so the host has not settled (about 95 ms); then
- * the cold phase: sleeps of 2 ms and 100 us in turn, the 100 us ones after
- * the first CAL_WARM pairs counted (cold_wake_ns; about 20 ms) */
+/* Wakes per point of L, then the cold phase (sleeps of 2 ms and 100 us in
+ * turn; its 100 us wakes give cold_wake_ns). The first CAL_WARM of a point
+ * (pairs, in the cold phase) are not counted: they follow wakes of another
+ * length, to which the host is still tuned. */
 #define CAL_PHASES (EVD_ENV_WAKE_POINTS + 1)
 #define CAL_COLD (CAL_PHASES - 1)
 #define CAL_COLD_LONG_NS 2000000ull
 static const int cal_wakes[CAL_PHASES] = { 14, 14, 12, 8, 18 };
 #define CAL_WARM 3
 /* timed waits with nothing to wake them, per point of timeout_at_ns, the
- * first CAL_WARM not counted (about 9 ms) */
+ * first CAL_WARM not counted */
 static const uint64_t cal_to_at[EVD_ENV_TIMEOUT_POINTS] = { 100000, 1000000 };
 static const int cal_to_waits[EVD_ENV_TIMEOUT_POINTS] = { 14, 8 };
 
@@ -222,14 +204,10 @@ cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/*
- * The mean without the largest and the smallest sample (@p v sorted). L
- * enters the cost model as an expectation, and wakes on a VM are a
- * mixture: after 100 us some catch the host still polling the halted vCPU
- * (13 us here), others find it given away (76 us). A median picks one mode
- * or the other from one run to the next; the mean weighs them by how often
- * each came.
- */
+/* The mean without the largest and the smallest sample (@p v sorted): L
+ * enters the model as an expectation, and a VM's wakes are a mixture of
+ * warm and cold ones, of which a median picks one mode or the other from
+ * run to run where the mean weighs them by how often each came. */
 static uint64_t
 trimmed_mean(const uint64_t *v, int n)
 {
@@ -241,14 +219,11 @@ trimmed_mean(const uint64_t *v, int n)
 }
 
 /* A wake this far over its point's lower quartile, and over
- * CAL_STALL_MIN_NS, is a stall (the VM stopped the sleeper's vCPU, or the
- * host ran something else on it), not a wake latency: a lone one in
- * L(10 us) moved every point to 539 us once, and a process that believed
- * it spun through every gap. The quartile, not the median: stalls only
- * add, and the 10 ms point counts 5 wakes, of which 2 stalled make the
- * median one of them (under TSan, where fewer of the 5 count, they did).
- * Wakes of a mixture stay: 76 against 13 us is under the ratio, and a
- * deep C-state's 100-odd us after 2 us ones is under the floor. */
+ * CAL_STALL_MIN_NS, is a stall (the VM stopped the sleeper's vCPU), not a
+ * wake latency; the quartile, not the median, since a point of few wakes
+ * can have a stalled median. Both bounds sit above the warm and cold
+ * mixtures a VM really wakes in (policies.md, "The choice at every empty
+ * round"). */
 #define CAL_STALL_RATIO 16
 #define CAL_STALL_MIN_NS 500000ull
 
@@ -272,13 +247,11 @@ cal_point(uint64_t *lat, int n, int *stalls)
 
 /* L from each point's counted wakes (sorted here; a point with fewer than
  * 3 left keeps wake_ns[k], the fallback): stalls out, the trimmed mean, then
- * monotone in g. A longer sleep never wakes faster: where a point reads
- * higher than a longer one, the shorter is the suspect (what delays a wake
- * only adds to it: a stretch of stalls longer than a point), so it comes
- * down to the longer measured one, not the longer up to it. A point left
- * unmeasured keeps its fallback, put between its neighbours: at least the
- * point before, at most the next one measured (a fallback is no reading, so
- * it lowers none). Internal, not static: tests/test_cal_reduce.c drives it. */
+ * monotone in g. Where a point reads higher than a longer one, the shorter
+ * is the suspect, since what delays a wake only adds to it: it comes down
+ * to the longer one, not the longer one up to it. An unmeasured point
+ * keeps its fallback between its neighbours, lowering none (it is no
+ * reading). Internal, not static: tests/test_cal_reduce.c drives it. */
 void
 evd__cal_reduce(uint64_t lat[][CAL_MAX_WAKES], const int *n, uint64_t *wake_ns, int *stalls,
 		int *lowered)
@@ -311,19 +284,14 @@ evd__cal_reduce(uint64_t lat[][CAL_MAX_WAKES], const int *n, uint64_t *wake_ns, 
 
 /*
  * The host's halt window from the cold wakes (Lc: 100 us sleeps after 2 ms
- * ones): W is the 100 us point where Lc is over twice the shorter of
- * L(10 us) and L(100 us) (the shorter: a block of 100 us sleeps reads a
- * mixture now and then, 49 against 10 us here, when some of its wakes
- * found the window shut). With a window, L(100 us) is the mean of the
- * point's warm wakes alone (@p lat, its counted wakes, sorted by
- * evd__cal_reduce), those under the geometric mean of that shorter L and
- * Lc: the cold ones are the window's step, which the model prices at W
- * with Lc, and counted in L too they raised L at every gap under 100 us
- * (it is interpolated on log g from L(10 us)). Nine calibrations in a row
- * here read L(100 us) 10.4 to 53.8 us, three over 20 (a 50k/s forwarder
- * that calibrated 57.7 spun through its run). Fewer than 3 warm wakes:
- * L(100 us) stays. Internal, not static: tests/test_cal_reduce.c drives it.
- * Returns W (0: no window); may lower wake_ns[1], never under wake_ns[0].
+ * ones): W is the 100 us point where Lc is over twice the lesser of
+ * L(10 us) and L(100 us) (the lesser: the 100 us point may itself hold
+ * wakes that found the window shut). L(100 us) then keeps only the point's
+ * warm wakes (@p lat, sorted; those under the geometric mean of that L and
+ * Lc), because the model prices the cold ones at W with Lc and, counted in
+ * L too, they would raise L at every gap under 100 us; with fewer than 3
+ * it stays. Returns W (0: no window); may lower wake_ns[1], never under
+ * wake_ns[0]. Internal, not static: tests/test_cal_reduce.c drives it.
  */
 uint64_t
 evd__cal_window(const uint64_t *lat, int n, uint64_t *wake_ns, uint64_t cold_ns)
@@ -498,8 +466,9 @@ calibrate(void)
 	pthread_t th;
 
 	env = evd__env_defaults; /* what a measurement that fails leaves */
-	/* a thread of its own, pinned, so that it cannot move onto the
-	 * producer's CPU (which spins) while the caller's affinity stays as is */
+	/* a sleeper of its own, pinned, with the producer on the other CPUs: a
+	 * helper inherits its creator's affinity, and under EAL (one CPU) every
+	 * wake would be a same-CPU switch; the caller's affinity stays as is */
 	cpus(&here, sched_getcpu(), true);
 	if (start_on(&th, cal_sleeper, &c, &here) == 0)
 		pthread_join(th, NULL);

@@ -52,10 +52,9 @@ evd__timeout_late_known(const struct evd_policy_env *e)
 
 /* L where the host has a halt window: a halt past W wakes cold (the host
  * stopped polling the vCPU and descheduled it), and so does a halt within
- * W after one past it (the host shrank its window). At least cold_wake_ns
- * then; L(g) alone, interpolated on log g between L(100 us) and L(1 ms),
- * took a 150 us sleep to wake in 24 us where it woke in 85.6 (benchmarks.md,
- * "Timer wakes": sleeps of 120 us woke warm, of 150 us cold). */
+ * W right after one past it (the host shrank its window). Cold is at least
+ * cold_wake_ns, since L(g) interpolated between its points misses the step
+ * at W (policies.md, "The host's halt window"). */
 static inline double
 evd__wake_windowed(const struct evd_policy_env *e, double l, double g, double prev)
 {
