@@ -16,51 +16,42 @@
  * Built-ins:
  * - `poll`: always poll again (lowest latency, 100% CPU).
  * - `intr`: arm and sleep as soon as a round is empty.
- * - `adaptive` (default): learns the idle gaps the loop sees (a decayed
- *   histogram, two log-spaced bins per octave, one per context: the length
- *   of the previous gap) and picks the spin threshold with the least
- *   expected cost (CPU + lambda x wake latency) under this machine's
- *   measured sleep cost B and wake latency L(g); a randomised ski-rental
- *   threshold on [0, B + lambda L] (the price of a sleep) while the
- *   histogram is young; in a loop of several sources also the
- *   superposition of each source's own gaps (how long each has been
- *   silent), where it has cost less than the contexts; after a round that
- *   found a burst it spins at least B (busy-period lock-in, where the
- *   latency budget does not cover L(B) and lambda_pct is not 0); for periodic
- *   sources (followed per source), where it pays, it sleeps with a timeout
- *   that ends before the next expected arrival and polls through it
- *   (pre-wake). With a latency budget it prices only latency beyond the
- *   budget and, where the budget leaves room, naps (EVD_ACTION_NAP)
- *   while arrivals come two or more a nap, so that one wake serves a
- *   run of arrivals. Keys:
- *   `budget_us` (the latency budget, 0..1000000; default 0: none),
+ * - `adaptive` (default): learns the idle gaps the loop sees, in a decayed
+ *   histogram per context (the previous gap's length, and in a loop of
+ *   several sources the source that began the gap), and spins for the
+ *   threshold with the least expected cost, CPU + lambda x wake latency,
+ *   under this process's B and L(g) (struct evd_policy_env); in a loop of
+ *   several sources the superposition of each source's own gaps decides
+ *   instead where it has cost less. After a round that found a burst it
+ *   spins at least B (lock-in); for periodic sources, where it pays, it
+ *   wakes before the next expected arrival (pre-wake); under a latency
+ *   budget it naps (EVD_ACTION_NAP) while arrivals come two or more a nap;
+ *   and it bounds its sleeps where the model says that pays (the guard).
+ *   Keys:
+ *   `budget_us` (the latency budget: added latency up to it is free,
+ *   0..1000000; default 0: none),
  *   `spin_max_us` (cap on the learned spin threshold, 0..1000000; lock-in
- *   and pre-wake windows may still poll), `nap` (0/1; default 1:
- *   nap where the budget leaves room), `lambda_pct` (price of a ns
- *   of latency in ns of CPU, x100, 0..1000000; default 100), `prewake` (0/1; default 1),
+ *   and pre-wake windows may still poll),
+ *   `nap` (0/1; default 1: nap where the budget leaves room),
+ *   `lambda_pct` (price of a ns of latency in ns of CPU, x100, 0..1000000;
+ *   default 100),
+ *   `prewake` (0/1; default 1),
  *   `superpose` (0/1; default 1; 0: the context rule alone),
- *   `guard_us` (while the last completion is under a second old, bound every
- *   sleep at this, 0..1000000; 0: never; unset, the default: the model
- *   bounds a context's sleeps at 1, 2, 3, 5 or 10 ms, or at the host's
- *   halt window (evd_policy_env::window_ns), or not, whichever costs
- *   least over its gaps, each timeout priced at its CPU C and its
- *   lateness T, for at most as many timeouts a gap as C fits in the
- *   priced L of the longest sleep). Where the host has a halt window,
- *   a gap that begins with it shut (the last halt outlasted it) has
- *   rules of its own, and a sleep that shuts it is priced with what the
- *   next gap pays. With `guard_us=N` within the host's halt window
- *   (N <= W: a bound for latency) adaptive leaves the bound off in a
- *   context where the sleeps it would cut short (those in gaps past the
- *   spin threshold and N) save less priced latency than the timer it
- *   arms on every sleep costs (C(N) - B each); a longer bound (also a
- *   backstop against lost wakes) always applies. `guard_for_us` (with
- *   `guard_us=N` only: bound the sleeps only this long after the last
- *   completion instead of a second, 1..1000000), `learn` (0: the fixed
- *   rule: poll `spin_pct` % (0..100, default 50) of a spin budget, pause
- *   `pause_ns` (1..1000000, default 1000) at a time until it, then sleep;
- *   the spin budget is `spin_max_us` or B; `guard_us` bounds its sleeps
- *   too). `spin_pct` and `pause_ns` are refused without `learn=0`;
- *   `budget_us`, `nap`, `lambda_pct`, `prewake`, `superpose` with it.
+ *   `guard_us` (while the last completion is under a second old, bound
+ *   every sleep at this, 0..1000000; 0: never; unset, the default: the
+ *   model bounds a context's sleeps at 1, 2, 3, 5 or 10 ms, at the host's
+ *   halt window (evd_policy_env::window_ns), or not, whichever costs least;
+ *   a given bound within the halt window is for latency and left off in a
+ *   context where it does not pay, a longer one is also a backstop against
+ *   lost wakes and always applies),
+ *   `guard_for_us` (with `guard_us=N` only: bound the sleeps only this long
+ *   after the last completion instead of a second, 1..1000000),
+ *   `learn` (0: the fixed rule: poll `spin_pct` % (0..100, default 50) of a
+ *   spin budget, pause `pause_ns` (1..1000000, default 1000) at a time
+ *   until it, then sleep; the spin budget is `spin_max_us` or B; `guard_us`
+ *   bounds its sleeps too).
+ *   `spin_pct` and `pause_ns` are refused without `learn=0`; `budget_us`,
+ *   `nap`, `lambda_pct`, `prewake`, `superpose` with it.
  *   doc/guides/policies.md has the model and how to tune it.
  * Baselines, copies of the rules in use elsewhere, for comparison:
  * - `l3fwd`: DPDK l3fwd-power (10 empty polls free, then 1 us waits, sleep with
@@ -150,17 +141,15 @@ struct evd_policy_param {
 #define EVD_ENV_GIVEN_MAX_NS 10000000000ull
 
 /**
- * Facts about the machine a policy may use, measured once per process.
- * B is CPU and L is latency, measured as the loop pays them, by a run of
- * eventfd wakes (14, 14, 12 and 8 after sleeps of 10 us, 100 us, 1 ms and
- * 10 ms, the first 3 of each a warm-up): B on the sleeping thread's own
- * clock (CLOCK_THREAD_CPUTIME_ID), L on the wall clock. The sleeper is a
- * thread pinned to the caller's CPU
- * (the caller's affinity is not changed), the producer a busy thread on
- * the other CPUs: placed on purpose, also under EAL, where a helper would
- * inherit the main lcore's pin and measure same-CPU wakes. Where there is
- * no other CPU or the placement is refused, the producer shares the CPU
- * and the log says so.
+ * Facts about the machine a policy may use, measured once per process
+ * (evd_policy_env_calibrate()) or given (evd_policy_env_set()). B is CPU,
+ * on the sleeping thread's own clock (CLOCK_THREAD_CPUTIME_ID), and L is
+ * latency, on the wall clock, both measured as the loop pays them: runs of
+ * eventfd wakes (the first 3 of each run a warm-up) from a busy producer on
+ * the other CPUs to a sleeper pinned to the caller's CPU (the caller's
+ * affinity is not changed). Where there is no other CPU or the placement is
+ * refused, the producer shares the CPU and the log says so.
+ * doc/guides/policies.md has the method and the figures.
  */
 struct evd_policy_env {
 	/** B: median CPU time of the sleeping thread for an epoll_wait woken by an
@@ -168,37 +157,35 @@ struct evd_policy_env {
 	uint64_t sleep_wake_ns;
 	/** Gaps at which the wake latency was measured: 10 us, 100 us, 1 ms, 10 ms. */
 	uint64_t wake_at_ns[EVD_ENV_WAKE_POINTS];
-	/** L(g): mean time (the largest and smallest wake left out, and
-	 * stalls: wakes over 16 x the point's lower quartile and over 500 us) from an
-	 * eventfd write on another CPU to epoll_wait returning, after sleeping
-	 * wake_at_ns[i]; kept monotone in g by bringing a point down to a
-	 * longer sleep's where it reads higher. Where a window is found
-	 * (window_ns), L(100 us) is the mean of the point's warm wakes alone:
-	 * those under the geometric mean of the lesser of L(10 us) and
-	 * L(100 us) and cold_wake_ns (the cold ones are the window's step). */
+	/** L(g): mean time from an eventfd write on another CPU to epoll_wait
+	 * returning after sleeping wake_at_ns[i], the largest and smallest
+	 * wake left out, and stalls (over 16 x the point's lower quartile and
+	 * over 500 us); kept monotone in g by bringing a point down to a longer
+	 * sleep's. Where a window is found (window_ns), L(100 us) counts the
+	 * point's warm wakes alone, those under the geometric mean of the
+	 * lesser of L(10 us) and L(100 us) and cold_wake_ns. */
 	uint64_t wake_ns[EVD_ENV_WAKE_POINTS];
 	/** Points at which a timeout's CPU was measured: 100 us, 1 ms (0: not
 	 * measured; a given environment may leave them 0). */
 	uint64_t timeout_at_ns[EVD_ENV_TIMEOUT_POINTS];
 	/** C(g): median CPU time of the sleeping thread for an epoll_pwait2 that
-	 * ends by its own timeout after timeout_at_ns[i] (a timer wake costs more
-	 * than an eventfd's on a VM: 15-18 against 4-5 us here at 100 us);
-	 * interpolated on log g, flat outside; 0: B stands in. */
+	 * ends by its own timeout after timeout_at_ns[i], apart from B because
+	 * a timer wake costs more than an eventfd's on a VM; interpolated on
+	 * log g, flat outside; 0: B stands in. */
 	uint64_t timeout_ns[EVD_ENV_TIMEOUT_POINTS];
-	/** T(g): how late that timed wait returned, the mean without the
-	 * largest and the smallest (45-60 us here at 100 us: the loop runs
-	 * again that long after its timeout); 0: not measured (L stands in). */
+	/** T(g): how late that timed wait returned (the loop runs again that
+	 * long after its timeout), the mean without the largest and the
+	 * smallest; 0: not measured (L stands in). */
 	uint64_t timeout_late_ns[EVD_ENV_TIMEOUT_POINTS];
 	/** The host's halt window: a sleep of at most this long wakes in L(g)
 	 * only if the sleep before it was not longer; a longer one, and one
-	 * within it right after a longer one, wake cold: the host has stopped
-	 * polling the halted vCPU, and the model takes at least cold_wake_ns
+	 * within it right after a longer one, wake cold (at least
+	 * cold_wake_ns), because the host has stopped polling the halted vCPU
 	 * (KVM's halt polling shrinks its window after a halt that outlasts
-	 * it; on bare metal a governor's deeper C-state after a long idle
-	 * does the same). 0: no such effect measured. The
-	 * calibration tests it at 100 us (wake_at_ns[1]): set when a 100 us
-	 * sleep right after a 2 ms one wakes over twice as late as the lesser
-	 * of L(10 us) and L(100 us). */
+	 * it; a governor's deeper C-state does the same on bare metal). 0: no
+	 * such effect measured. The calibration tests it at 100 us
+	 * (wake_at_ns[1]): set when a 100 us sleep right after a 2 ms one wakes
+	 * over twice as late as the lesser of L(10 us) and L(100 us). */
 	uint64_t window_ns;
 	/** L of a sleep within window_ns that follows a longer sleep (the
 	 * trimmed mean of the calibration's 100 us sleeps after 2 ms ones);
@@ -215,10 +202,8 @@ double evd_policy_env_timeout_ns(const struct evd_policy_env *env, uint64_t g);
 
 /** The CPU price of a sleep with a timer of @p g armed that a notification
  * ends first: C(g) up to timeout_at_ns[1], down to B at 10 x that
- * (interpolated on log g), B beyond and where C was not measured. A short
- * timer costs whether it fires or not: here 27.7, 11.4, 6.1 and 6.1 us for
- * timers of 100 us, 1 ms, 10 ms and 100 ms woken after 20 us, against 5.7
- * with none. Any thread.
+ * (interpolated on log g), B beyond and where C was not measured, because
+ * a short timer costs whether it fires or not. Any thread.
  * @param env  The environment (not checked for NULL).
  * @param g    The timer's length, ns.
  * @return the price in ns. */
