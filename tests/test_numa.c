@@ -40,7 +40,8 @@ main(void)
 	char *argv[] = { "test_numa", "--no-huge", "--no-pci", "-m", "128", "--no-shconf",
 			 prefix, "--log-level=lib.eal:error", NULL };
 	struct evd_loop_conf conf = { .name = "numa", .policy = "intr" };
-	struct evd_loop *before, *loop, *any;
+	struct evd_loop *before, *loop, *any, *ad_before, *ad;
+	struct evd_loop_conf adaptive = { .name = "numa-ad", .policy = "adaptive" };
 	struct evd_source *rb, *r[64];
 	char name[16];
 
@@ -50,6 +51,8 @@ main(void)
 	CHECK(!before->mem.dpdk);
 	CHECK_EQ(evd_ring_create("rb", 16, nop, NULL, &rb), 0);
 	CHECK_EQ(evd_loop_add(before, rb), 0);
+	CHECK_EQ(evd_loop_create(&adaptive, &ad_before), 0);
+	CHECK(!dpdk_memory(ad_before->policy.state));
 
 	CHECK(rte_eal_init((int)RTE_DIM(argv) - 1, argv) >= 0);
 
@@ -68,6 +71,21 @@ main(void)
 	CHECK(dpdk_memory(loop->act));
 	CHECK(dpdk_memory(loop->keys));
 	printf("  loop, its lists and 64 rings in DPDK memory on socket %d\n", loop->mem.socket);
+	/* adaptive's state too, and the histograms it grows as sources come */
+	CHECK_EQ(evd_loop_create(&adaptive, &ad), 0);
+	CHECK(dpdk_memory(ad->policy.state));
+	for (int i = 0; i < 12; i++) {
+		const struct evd_event ev = { .u64 = (uint64_t)i };
+
+		CHECK_EQ(evd_loop_remove(loop, r[i]), 0);
+		CHECK_EQ(evd_loop_add(ad, r[i]), 0);
+		CHECK_EQ(evd_ring_post(r[i], &ev), 0);
+		CHECK_EQ(evd_loop_poll(ad, 32), 1);
+		CHECK_EQ(evd_loop_remove(ad, r[i]), 0);
+		CHECK_EQ(evd_loop_add(loop, r[i]), 0);
+	}
+	CHECK_EQ(evd_loop_destroy(ad), 0);
+	CHECK_EQ(evd_loop_destroy(ad_before), 0); /* libc's, freed as such */
 
 	/* any socket; a socket that does not exist; a malformed value */
 	conf.numa_socket = EVD_SOCKET_ANY;

@@ -111,7 +111,10 @@ uint64_t evd__ski_rand_threshold(uint64_t b, uint64_t *rnd);
 extern const struct evd_policy_ops evd__poll_policy, evd__intr_policy, evd__adaptive_policy;
 extern const struct evd_policy_ops *const evd__baseline_policies[];
 
-int evd__policy_create(const char *spec, struct evd_policy *out);
+int evd__policy_create(const char *spec, const struct evd__mem *mem, struct evd_policy *out);
+/* The memory of the loop whose policy is being made (libc's otherwise): the
+ * built-in policies keep their state there, on the loop's socket. */
+struct evd__mem evd__policy_mem(void);
 void evd__policy_destroy(struct evd_policy *p);
 
 /* Timer heap, ordered by deadline. */

@@ -72,7 +72,7 @@ evd_loop_create(const struct evd_loop_conf *conf, struct evd_loop **out)
 	loop->on_idle = conf->on_idle;
 	loop->on_idle_arg = conf->on_idle_arg;
 
-	rc = evd__policy_create(conf->policy ? conf->policy : "adaptive", &loop->policy);
+	rc = evd__policy_create(conf->policy ? conf->policy : "adaptive", &loop->mem, &loop->policy);
 	if (rc < 0)
 		goto fail;
 

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include <rte_common.h>
+#include <rte_memory.h>
 
 #include "evd_costs_private.h"
 #include "evd_private.h"
@@ -242,10 +243,24 @@ instantiate(const char *spec, bool calibrate, struct evd_policy *out)
 	return 0;
 }
 
-int
-evd__policy_create(const char *spec, struct evd_policy *out)
+/* set while a loop makes its policy, on the thread that makes it */
+static __thread const struct evd__mem *making_for;
+
+struct evd__mem
+evd__policy_mem(void)
 {
-	return instantiate(spec, true, out);
+	return making_for != NULL ? *making_for : (struct evd__mem){ .socket = SOCKET_ID_ANY };
+}
+
+int
+evd__policy_create(const char *spec, const struct evd__mem *mem, struct evd_policy *out)
+{
+	int rc;
+
+	making_for = mem;
+	rc = instantiate(spec, true, out);
+	making_for = NULL;
+	return rc;
 }
 
 void

@@ -91,6 +91,7 @@ struct adaptive_sources {
 };
 
 struct adaptive {
+	struct evd__mem mem; /* the loop's: its socket's memory, or libc's */
 	const struct evd_policy_env *env;
 	const struct adaptive_tables *tab; /* shared, or own_tab */
 	struct adaptive_tables *own_tab;   /* not shared: this instance's, freed with it */

@@ -52,11 +52,11 @@ adaptive_destroy(void *st)
 
 	if (a == NULL)
 		return;
-	free(a->w);
-	free(a->cdf);
-	free(a->src);
+	evd__free(&a->mem, a->w);
+	evd__free(&a->mem, a->cdf);
+	evd__free(&a->mem, a->src);
 	free(a->own_tab);
-	free(a);
+	evd__free(&a->mem, a);
 }
 
 static int
@@ -91,9 +91,14 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 			"without guard_us (the model's guard) or with guard_us=0 it has none");
 		return -EINVAL;
 	}
-	a = calloc(1, sizeof(*a));
-	if (a == NULL)
-		return -ENOMEM;
+	{
+		struct evd__mem mem = evd__policy_mem();
+
+		a = evd__zalloc(&mem, sizeof(*a), 0);
+		if (a == NULL)
+			return -ENOMEM;
+		a->mem = mem;
+	}
 	a->env = env;
 	a->window = env->window_ns != 0 && env->cold_wake_ns != 0;
 	a->late_known = evd__timeout_late_known(env);
@@ -109,9 +114,9 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 	a->cap_ns = spin_max_us != UINT64_MAX ? spin_max_us * 1000 : UINT64_MAX;
 	a->lat_budget_ns = (double)budget_us * 1000;
 	a->tab = evd__tables_get(a, &a->own_tab); /* (the environment and prices set above) */
-	a->w = calloc(GAP_CONTEXTS, sizeof(*a->w)); /* slot 0's: the loop as its one source */
+	a->w = evd__zalloc(&a->mem, GAP_CONTEXTS * sizeof(*a->w), 0); /* slot 0's: the loop's */
 	if (a->window)
-		a->cdf = calloc(GAP_CONTEXTS, sizeof(*a->cdf));
+		a->cdf = evd__zalloc(&a->mem, GAP_CONTEXTS * sizeof(*a->cdf), 0);
 	if (a->tab == NULL || a->w == NULL || (a->window && a->cdf == NULL)) {
 		adaptive_destroy(a);
 		return -ENOMEM;

@@ -20,7 +20,7 @@ w_room(struct adaptive *a, uint32_t slot)
 
 	if (rows <= a->n_ctx_used)
 		return true;
-	w = realloc(a->w, rows * sizeof(*w));
+	w = evd__realloc(&a->mem, a->w, rows * sizeof(*w));
 	if (w == NULL)
 		return false;
 	a->w = w;
@@ -115,7 +115,7 @@ sources_start(struct adaptive *a)
 {
 	if (a->alone)
 		return false;
-	a->src = calloc(1, sizeof(*a->src));
+	a->src = evd__zalloc(&a->mem, sizeof(*a->src), 0);
 	if (a->src == NULL) {
 		a->alone = true;
 		EVD_LOG(WARNING, "policy adaptive: no memory to follow the loop's sources: their "
