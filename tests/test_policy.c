@@ -54,17 +54,10 @@ test_spec_errors(void)
 		{ "adaptive:budget_us=99999999999999999999999", -EINVAL, "'budget_us'" },
 		{ "adaptive:budget_us=2000000", -EINVAL, "budget_us" },
 		{ "adaptive:budget_us=1,budget_us=2", -EINVAL, "given twice" },
-		{ "adaptive:spin_pct=101", -EINVAL, "spin_pct" },
 		{ "adaptive:budget_us", -EINVAL, "'budget_us' has no value" },
-		{ "adaptive:budget_us=1,,spin_pct=1", -EINVAL, "empty key" },
-		{ "adaptive:pause_ns=0", -EINVAL, "pause_ns" },
+		{ "adaptive:budget_us=1,,nap=1", -EINVAL, "empty key" },
 		{ "adaptive:nap=2", -EINVAL, "nap" },
 		{ "adaptive:superpose=2", -EINVAL, "superpose" },
-		{ "adaptive:learn=0,budget_us=100", -EINVAL, "learn=0 does not use" },
-		{ "adaptive:learn=0,prewake=0", -EINVAL, "learn=0 does not use" },
-		{ "adaptive:learn=0,lambda_pct=400", -EINVAL, "learn=0 does not use" },
-		{ "adaptive:spin_pct=10", -EINVAL, "fixed rule" },
-		{ "adaptive:budget_us=50,pause_ns=500", -EINVAL, "fixed rule" },
 		{ "adaptive:spin_max_us=1000001", -EINVAL, "spin_max_us" },
 		{ "adaptive:Budget=1", -EINVAL, "'Budget'" },
 		{ "poll:x=1", -EINVAL, "'x'" },
@@ -105,8 +98,7 @@ test_spec_ok(void)
 		"Adaptive", /* names are not case-sensitive */
 		"INTR",
 		"adaptive", "poll", "intr", "adaptive:budget_us=50",
-		"adaptive:learn=0,spin_pct=10,pause_ns=500", "l3fwd", "pmdmgmt", "napi",
-		"adaptive:learn=0,guard_us=100",
+		"ski2:b_ns=40000", "l3fwd", "pmdmgmt", "napi",
 		"napi:defer=100,timeout_us=20", "haltpoll", "ski2", "ski-rand", "ski-rand:seed=7",
 		"l3fwd:suspend_threshold=100", "adaptive:budget_us=0", "adaptive:spin_max_us=0",
 		"adaptive:budget_us=200,nap=0,spin_max_us=20", "adaptive:superpose=0",
@@ -120,6 +112,45 @@ test_spec_ok(void)
 		CHECK_EQ(evd_loop_create(&conf, &loop), 0);
 		CHECK(strncasecmp(evd_loop_policy_name(loop), good[i], strlen(evd_loop_policy_name(loop))) == 0);
 		CHECK_EQ(evd_loop_destroy(loop), 0);
+	}
+}
+
+/* The fixed rule's keys are refused, each with one log line that names the
+ * spec to write instead (ski2), so that such a spec never runs as adaptive. */
+static void
+test_learn_retired(void)
+{
+	static const struct {
+		const char *spec, *logged;
+	} t[] = {
+		{ "adaptive:learn=0", "learn=0 is retired: the fixed rule is ski2 (spin B, then "
+				      "sleep), or ski2:b_ns=N to spin N ns" },
+		{ "adaptive:learn=0,spin_max_us=100,spin_pct=100", "ski2:b_ns=N" },
+		{ "adaptive:learn=0,guard_us=100", "learn=0 is retired" },
+		{ "adaptive:spin_pct=40", "spin_pct=40 (learn=0's) is retired: the fixed rule is ski2" },
+		{ "adaptive:budget_us=50,pause_ns=500", "pause_ns=500 (learn=0's) is retired" },
+		{ "adaptive:learn=1", "learn=1 is retired: adaptive always learns (drop the key)" },
+		{ "adaptive:learn=2", "learn=2 is retired" },
+	};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		struct evd_loop_conf conf = { .policy = t[i].spec };
+		struct evd_loop *loop = (void *)1;
+		const char *nl;
+		int rc;
+
+		log_capture();
+		rc = evd_policy_validate(t[i].spec);
+		log_release();
+		nl = strchr(logbuf, '\n');
+		if (rc != -EINVAL || strstr(logbuf, t[i].logged) == NULL || nl == NULL ||
+		    nl[1] != '\0') {
+			fprintf(stderr, "spec '%s': rc %d (want %d), log: %s\n", t[i].spec, rc,
+				-EINVAL, logbuf);
+			CHECK(0);
+		}
+		CHECK_EQ(evd_loop_create(&conf, &loop), -EINVAL);
+		CHECK(loop == NULL);
 	}
 }
 
@@ -146,15 +177,35 @@ test_l3fwd_timeout(void)
 	}
 }
 
-/* adaptive:learn=0,spin_max_us=100,spin_pct=40 on a virtual clock: poll for 40 us
- * after the last event, pause until 100 us, then sleep. */
+/* A policy of the shape spin, pause, sleep on the idle time: the loop's
+ * three modes, each entered on its own clock. */
+static enum evd_action
+spin_pause_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
+{
+	(void)st;
+	if (in->idle_ns < 40000)
+		return EVD_ACTION_POLL;
+	if (in->idle_ns < 100000) {
+		*arg = 1000;
+		return EVD_ACTION_PAUSE;
+	}
+	return EVD_ACTION_SLEEP;
+}
+
+static const struct evd_policy_ops spin_pause_ops = {
+	.name = "spin-pause",
+	.decide = spin_pause_decide,
+};
+
+/* spin-pause on a virtual clock: the loop polls for 40 us after the last
+ * event, pauses until 100 us, then sleeps. */
 static void
-test_adaptive_decisions(void)
+test_loop_decisions(void)
 {
 	struct vclock vc = { .now = 1000000 };
 	struct evd_clock clk = { vclock_now, &vc };
 	struct evd_loop_conf conf = {
-		.policy = "adaptive:learn=0,spin_max_us=100,spin_pct=40",
+		.policy = "spin-pause",
 		.clock = &clk,
 		.max_sleep_us = 1000,
 	};
@@ -163,6 +214,7 @@ test_adaptive_decisions(void)
 	struct evd_loop *loop;
 	struct evd_source *r;
 
+	CHECK_EQ(evd_policy_register(&spin_pause_ops), 0);
 	CHECK_EQ(evd_loop_create(&conf, &loop), 0);
 	CHECK_EQ(evd_ring_create("r", 16, test_nop, NULL, &r), 0);
 	CHECK_EQ(evd_loop_add(loop, r), 0);
@@ -289,7 +341,6 @@ test_adaptive_learns(void)
 	/* gaps just over B + L: spinning through costs less than sleeping */
 	t = sleep_after("adaptive", (env->sleep_wake_ns + env->wake_ns[0]) / 2);
 	CHECK(t > (env->sleep_wake_ns + env->wake_ns[0]) / 2);
-	CHECK_EQ(evd_policy_create("adaptive:learn=2", &(struct evd_policy *){ NULL }), -EINVAL);
 }
 
 /* Busy-period lock-in spins at least B after a round that found a burst,
@@ -835,10 +886,6 @@ test_adaptive_guard(void)
 				   &(struct evd_policy *){ NULL }), -EINVAL);
 	CHECK_EQ(evd_policy_create("adaptive:guard_us=100,guard_for_us=0",
 				   &(struct evd_policy *){ NULL }), -EINVAL);
-	/* the fixed rule's sleeps too (they were unbounded whatever guard_us said) */
-	CHECK_EQ(sleep_arg("adaptive:learn=0,guard_us=100", 500000), 100000);
-	CHECK_EQ(sleep_arg("adaptive:learn=0,guard_us=100", 2000000000ull), 0);
-	CHECK_EQ(sleep_arg("adaptive:learn=0", 500000), 0);
 }
 
 /* napi as Linux runs it with napi_defer_hard_irqs and gro_flush_timeout:
@@ -1929,8 +1976,9 @@ main(int argc, char **argv)
 	CHECK_EQ(evd_policy_env_calibrate(), 0);
 	TEST(test_spec_errors);
 	TEST(test_spec_ok);
+	TEST(test_learn_retired);
 	TEST(test_l3fwd_timeout);
-	TEST(test_adaptive_decisions);
+	TEST(test_loop_decisions);
 	TEST(test_adaptive_learns);
 	TEST(test_adaptive_young);
 	TEST(test_adaptive_lock_in_lambda);

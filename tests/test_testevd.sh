@@ -186,15 +186,16 @@ assert r["cpu_pct"] <= 100.0 + 1e-6, f"CPU over 100 %: {r['cpu_pct']}"
 assert r["cost"] == r["oracle_cost"] == 4000 * 100, (r["cost"], r["oracle_cost"])
 print(f"ok: gaps under a round: poll {r['competitive_ratio']}, CPU {r['cpu_pct']} %")
 PY
-# a timeout's late wake: sleeps bounded at 1 ms (guard_us) start after a
-# pause of B (5 us); the timer fires at 1.005 ms and the loop runs 19 us
+# a timeout's late wake: l3fwd's sleeps bounded at 1 ms (timeout_ms) start
+# after five pauses of 1 us; the timer fires at 1.005 ms and the loop runs 19 us
 # (L(1 ms)) later. The arrival at 1.015 ms waits for that wake, and so do
 # the two 1 us after it: they come while the loop is still waking, and are
 # served with it. (The scorer once started the next gap at the arrival, as
 # after a notified sleep: those two were spun through at no latency, p50 0,
 # and the policy beat the oracle, ratio 0.81.)
 python3 -c 'print("1015000\n1000\n1000\n" * 1000, end="")' > "$tmp/late.txt"
-check "score, a timeout's late wake" 0 "$testevd" --score --policy adaptive:learn=0,spin_pct=0,guard_us=1000 \
+check "score, a timeout's late wake" 0 "$testevd" --score \
+	--policy l3fwd:min_zero_polls=0,suspend_threshold=6,timeout_ms=1 \
 	--calibration "$tmp/cal.txt" --trace "$tmp/late.txt" --json "$tmp/late.json"
 python3 - "$tmp/late.json" <<'PY' || fail=1
 import json, sys
@@ -304,12 +305,12 @@ want = 1000 * (1e6 - s + 5581 + 30 * (72569 - 70000))
 assert abs(r["oracle_cost"] - want) < 0.001 * want, (r["oracle_cost"], want)
 print(f"ok: the oracle's kink: {r['oracle_cost'] / 1e9:.4f} s for 1000 gaps of 1 ms, sleeping {s / 1e3:.1f} us of each")
 PY
-# a timeout's CPU: learn=0 sleeps bounded at 100 us through 1 ms gaps, a
-# timeout every 150 us (T(100 us) 50 us late); each costs C (18 us) where
+# a timeout's CPU: adaptive with no spin sleeps bounded at 100 us (guard_us)
+# through 1 ms gaps, a timeout every 150 us (T(100 us) 50 us late); each costs C (18 us) where
 # the line gives it, B (5 us) without
-check "score, a timeout's CPU" 0 "$testevd" --score --policy adaptive:learn=0,spin_pct=0,guard_us=100 \
+check "score, a timeout's CPU" 0 "$testevd" --score --policy adaptive:guard_us=100,spin_max_us=0 \
 	--calibration "$tmp/calW.txt" --trace "$tmp/g1ms.txt" --json "$tmp/toW.json"
-check "score, a timeout's CPU is B" 0 "$testevd" --score --policy adaptive:learn=0,spin_pct=0,guard_us=100 \
+check "score, a timeout's CPU is B" 0 "$testevd" --score --policy adaptive:guard_us=100,spin_max_us=0 \
 	--calibration "$tmp/calNoW.txt" --trace "$tmp/g1ms.txt" --json "$tmp/toB.json"
 python3 - "$tmp/toW.json" "$tmp/toB.json" <<'PY' || fail=1
 import json, sys

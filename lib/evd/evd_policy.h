@@ -45,13 +45,10 @@
  *   context where it does not pay, a longer one is also a backstop against
  *   lost wakes and always applies),
  *   `guard_for_us` (with `guard_us=N` only: bound the sleeps only this long
- *   after the last completion instead of a second, 1..1000000),
- *   `learn` (0: the fixed rule: poll `spin_pct` % (0..100, default 50) of a
- *   spin budget, pause `pause_ns` (1..1000000, default 1000) at a time
- *   until it, then sleep; the spin budget is `spin_max_us` or B; `guard_us`
- *   bounds its sleeps too).
- *   `spin_pct` and `pause_ns` are refused without `learn=0`; `budget_us`,
- *   `nap`, `lambda_pct`, `prewake`, `superpose` with it.
+ *   after the last completion instead of a second, 1..1000000).
+ *   `learn`, `spin_pct` and `pause_ns` are refused (-EINVAL, the log naming
+ *   the replacement): the fixed rule `learn=0` is `ski2` (`ski2:b_ns=N` to
+ *   spin N ns).
  *   doc/guides/policies.md has the model and how to tune it.
  * Baselines, copies of the rules in use elsewhere, for comparison:
  * - `l3fwd`: DPDK l3fwd-power (10 empty polls free, then 1 us waits, sleep with

@@ -109,10 +109,7 @@ struct adaptive {
 	uint64_t guard_ns;    /* the bound on a sleep while traffic is recent, or UINT64_MAX */
 	bool guard_auto;      /* guard_us unset: the model's pick per context (ctx_guard)... */
 	uint32_t guard_wakes; /* ...for at most this many timeouts a gap */
-	bool learn;
-	/* learn=0: the calibrated ski-rental rule */
-	uint64_t budget_ns, spin_ns, pause_ns;
-	/* learning: one histogram per context (the length of the previous gap),
+	/* one histogram per context (the length of the previous gap),
 	 * since gaps come in runs (bursts, then silence): n_ctx_used of them,
 	 * GAP_CONTEXTS per slot in use, grown as sources take slots (w_room) */
 	float (*w)[GAP_BINS];

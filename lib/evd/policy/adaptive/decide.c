@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The decision at an empty round: the fixed rule, or a nap, a spin under
- * the threshold, a pre-wake, then a sleep under the guard.
+ * The decision at an empty round: a nap, a spin under the threshold, a
+ * pre-wake, then a sleep under the guard.
  */
 
 #include "adaptive.h"
@@ -33,20 +33,6 @@ sleep_arg(const struct adaptive *a, const struct evd_policy_input *in)
 	uint64_t g = guard(a, in);
 
 	return g == UINT64_MAX ? 0 : g;
-}
-
-/* An empty round of the fixed rule (learn=0): spin, pause, then sleep. */
-static inline enum evd_action
-fixed_rule(const struct adaptive *a, const struct evd_policy_input *in, uint64_t *arg)
-{
-	if (in->idle_ns < a->spin_ns)
-		return EVD_ACTION_POLL;
-	if (in->idle_ns < a->budget_ns) {
-		*arg = a->pause_ns;
-		return EVD_ACTION_PAUSE;
-	}
-	*arg = sleep_arg(a, in); /* guard_us=N bounds these sleeps too */
-	return EVD_ACTION_SLEEP;
 }
 
 /* A gap that begins with the host's window shut takes its cold rules (a
@@ -107,9 +93,9 @@ prewake_at(const struct adaptive *a, uint64_t now)
 	return wake;
 }
 
-/* The decision at an empty round, in its steps: the fixed rule; at a gap's
- * first empty round its cold rules, a nap, the superposition's threshold;
- * then spin, or sleep until a pre-wake or under the guard. */
+/* The decision at an empty round, in its steps: at a gap's first empty
+ * round its cold rules, a nap, the superposition's threshold; then spin,
+ * or sleep until a pre-wake or under the guard. */
 enum evd_action
 evd__adaptive_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
 {
@@ -119,8 +105,6 @@ evd__adaptive_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
 	/* the first empty round of a gap: an idle gap (adaptive_events) */
 	if (in->idle_rounds == 1 && a->idle_left != 0 && --a->idle_left == 0)
 		a->next_check = 0;
-	if (!a->learn)
-		return fixed_rule(a, in, arg);
 	if (in->idle_rounds == 1) {
 		cold_rules(a);
 		if (a->nap_ns != 0 && nap_pays(a, in)) {

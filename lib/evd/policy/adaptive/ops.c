@@ -16,31 +16,25 @@
 #define GUARD_AUTO UINT64_MAX /* guard_us unset: the model picks the bound (guard_pick)... */
 #define GUARD_WINDOW_NS 1000000000ull /* ...recent: a completion in the last second */
 
-/* A key the rule chosen (learn=0 or 1) does not use, given anyway: refused
- * with the reason, not ignored. */
+/* The fixed rule's keys (learn=0, spin_pct, pause_ns) name ski2's rule:
+ * refused with the spec to write instead, so that one never runs as another. */
 static int
-unused_key(const struct evd_policy_param *p, unsigned int n, bool learn)
+retired_key(const struct evd_policy_param *p, unsigned int n)
 {
-	/* (guard_us and guard_for_us bound the sleeps of both) */
-	static const char *const learned[] = { "budget_us", "nap", "lambda_pct", "prewake",
-					       "superpose" };
-	static const char *const fixed[] = { "spin_pct", "pause_ns" };
-
 	for (unsigned int i = 0; i < n; i++) {
-		const char *const *set = learn ? fixed : learned;
-		size_t k, len = learn ? RTE_DIM(fixed) : RTE_DIM(learned);
+		bool learn = strcmp(p[i].key, "learn") == 0;
 
-		for (k = 0; k < len && strcmp(p[i].key, set[k]) != 0; k++)
-			;
-		if (k == len)
-			continue;
-		if (learn)
-			EVD_LOG(ERR, "policy adaptive: %s shapes the fixed rule (learn=0); the "
-				"learned one does not use it", p[i].key);
-		else
-			EVD_LOG(ERR, "policy adaptive: %s shapes the learned rule, which learn=0 "
-				"does not use (it spins for spin_max_us, or B)", p[i].key);
-		return -EINVAL;
+		if (learn && p[i].value != 0) {
+			EVD_LOG(ERR, "policy adaptive: learn=%" PRIu64 " is retired: adaptive always "
+				"learns (drop the key)", p[i].value);
+			return -EINVAL;
+		}
+		if (learn || strcmp(p[i].key, "spin_pct") == 0 || strcmp(p[i].key, "pause_ns") == 0) {
+			EVD_LOG(ERR, "policy adaptive: %s=%" PRIu64 "%s is retired: the fixed rule is "
+				"ski2 (spin B, then sleep), or ski2:b_ns=N to spin N ns", p[i].key,
+				p[i].value, learn ? "" : " (learn=0's)");
+			return -EINVAL;
+		}
 	}
 	return 0;
 }
@@ -63,27 +57,23 @@ static int
 adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct evd_policy_env *env,
 		void **state)
 {
-	uint64_t budget_us = 0, spin_max_us = UINT64_MAX, spin_pct = 50, pause_ns = 1000,
-		 lambda_pct = 100, learn = 1, prewake = 1, guard_us = GUARD_AUTO, nap = 1,
-		 superpose = 1, guard_for_us = UINT64_MAX;
+	uint64_t budget_us = 0, spin_max_us = UINT64_MAX, lambda_pct = 100, prewake = 1,
+		 guard_us = GUARD_AUTO, nap = 1, superpose = 1, guard_for_us = UINT64_MAX;
 	const struct evd__policy_key keys[] = {
 		{ "budget_us", 0, 1000000, &budget_us },
 		{ "spin_max_us", 0, 1000000, &spin_max_us },
 		{ "nap", 0, 1, &nap },
-		{ "spin_pct", 0, 100, &spin_pct },
-		{ "pause_ns", 1, 1000000, &pause_ns },
 		{ "lambda_pct", 0, 1000000, &lambda_pct },
-		{ "learn", 0, 1, &learn },
 		{ "prewake", 0, 1, &prewake },
 		{ "guard_us", 0, 1000000, &guard_us },
 		{ "guard_for_us", 1, 1000000, &guard_for_us },
 		{ "superpose", 0, 1, &superpose },
 	};
 	struct adaptive *a;
-	int rc = evd__policy_parse_keys("adaptive", p, n, keys, RTE_DIM(keys));
+	int rc = retired_key(p, n);
 
 	if (rc == 0)
-		rc = unused_key(p, n, learn != 0);
+		rc = evd__policy_parse_keys("adaptive", p, n, keys, RTE_DIM(keys));
 	if (rc < 0)
 		return rc;
 	if (guard_for_us != UINT64_MAX && (guard_us == GUARD_AUTO || guard_us == 0)) {
@@ -105,7 +95,6 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 	a->c_known = evd__timeout_cpu_known(env);
 	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++)
 		a->log_at[k] = log((double)env->wake_at_ns[k]);
-	a->learn = learn != 0;
 	a->prewake = prewake != 0;
 	a->superpose = superpose != 0;
 	a->slots[0].used = true;
@@ -126,7 +115,7 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 	/* bounded: a given environment may hold any B and L, lambda_pct goes to 10^6 */
 	a->young_buy_ns = (uint64_t)fmin((double)env->sleep_wake_ns +
 					 a->lambda * priced(a, (double)env->wake_ns[0]), 1e12);
-	if (nap && a->learn && budget_us != 0) {
+	if (nap && budget_us != 0) {
 		/* until naps tell how late they end, the eventfd's L */
 		a->nap_late_ns = evd_policy_env_wake_ns(env, budget_us * 1000);
 		evd__nap_length(a);
@@ -138,16 +127,13 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 	}
 	a->guard_wakes = (uint32_t)fmin(a->lambda * priced(a, evd__wake_most(env)) /
 					 fmax((double)env->sleep_wake_ns, 1.0), 1000.0);
-	a->guard_auto = guard_us == GUARD_AUTO && a->learn && a->guard_wakes > 0;
+	a->guard_auto = guard_us == GUARD_AUTO && a->guard_wakes > 0;
 	evd__guard_bounds_init(a);
 	for (int c = 0; c < CONTEXTS; c++)
 		a->ctx_guard[c] = a->ctx_guard_cold[c] = UINT64_MAX; /* none until the first update */
 	a->pooled_guard = a->pooled_guard_cold = UINT64_MAX;
 	a->guard_ns = guard_us != 0 && guard_us != GUARD_AUTO ? guard_us * 1000 : UINT64_MAX;
 	a->guard_for_ns = guard_for_us != UINT64_MAX ? guard_for_us * 1000 : GUARD_WINDOW_NS;
-	a->budget_ns = spin_max_us != UINT64_MAX ? spin_max_us * 1000 : env->sleep_wake_ns;
-	a->spin_ns = a->budget_ns * spin_pct / 100;
-	a->pause_ns = pause_ns;
 	a->rnd = 0x9e3779b97f4a7c15ull;
 	a->idle_left = LEARN_EARLY;
 	a->next_decay = DECAY_EVERY;
@@ -156,9 +142,8 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 	a->last_gap_ns = UINT64_MAX;
 	a->n_ctx_used = GAP_CONTEXTS; /* slot 0: the loop as its one source */
 	evd__young_threshold(a);
-	EVD_LOG(DEBUG, "policy adaptive: %s, B %" PRIu64 " ns, lambda %.2f, cap %" PRIu64 " ns, "
-		"latency budget %.0f ns, nap %" PRIu64 " ns", a->learn ? "learning" : "fixed budget",
-		env->sleep_wake_ns, a->lambda, a->cap_ns, a->lat_budget_ns, a->nap_ns);
+	EVD_LOG(DEBUG, "policy adaptive: B %" PRIu64 " ns, lambda %.2f, cap %" PRIu64 " ns, "
+		"latency budget %.0f ns, nap %" PRIu64 " ns", env->sleep_wake_ns, a->lambda, a->cap_ns, a->lat_budget_ns, a->nap_ns);
 	*state = a;
 	return 0;
 }
@@ -188,8 +173,6 @@ adaptive_events(void *st, uint64_t now, uint32_t n)
 	struct adaptive *a = st;
 	uint64_t last = a->last_event_ns, g = 0;
 
-	if (!a->learn)
-		return;
 	a->lock_in = n > 1;
 	a->last_event_ns = now;
 	if (likely(now >= last)) { /* UINT64_MAX before the first */
@@ -229,11 +212,6 @@ adaptive_describe(const void *st, char *buf, size_t len)
 	uint32_t prewakes = __atomic_load_n(&a->prewakes, __ATOMIC_RELAXED);
 	uint32_t c0 = __atomic_load_n(&a->slot_ctx, __ATOMIC_RELAXED);
 
-	if (!a->learn) {
-		snprintf(buf, len, "fixed spin_budget_ns=%" PRIu64 " spin_ns=%" PRIu64, a->budget_ns,
-			 a->spin_ns);
-		return;
-	}
 	/* the contexts of the source served last (of the loop: one source) */
 	for (int c = 0; c < GAP_CONTEXTS; c++)
 		t[c] = __atomic_load_n(&a->ctx_threshold[c0 + c], __ATOMIC_RELAXED);

@@ -132,7 +132,7 @@ evd__adaptive_source_events(void *st, uint64_t now, uint32_t id, uint32_t n)
 	struct source_slot *sl;
 
 	RTE_SET_USED(n);
-	if (!a->learn || (unlikely(a->src == NULL) && !sources_start(a)))
+	if (unlikely(a->src == NULL) && !sources_start(a))
 		return;
 	a->per_source = true;
 	sl = slot_of(a, id);
