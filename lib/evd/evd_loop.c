@@ -119,7 +119,7 @@ poll_failed(struct evd_loop *loop, struct evd_source *s, int n)
  * (told to the policy as the source's when the loop has several), or -1 if
  * it failed (the failure handled: logged, on_error, unwatched on EBADF). */
 static __rte_always_inline int
-polled(struct evd_loop *loop, struct evd_source *s, int n, bool repoll)
+poll_result(struct evd_loop *loop, struct evd_source *s, int n, bool repoll)
 {
 	if (unlikely(n < 0)) {
 		poll_failed(loop, s, n);
@@ -144,7 +144,7 @@ poll_src(struct evd_loop *loop, struct evd_source *s, bool repoll)
 	evd__polls_add(s, 1);
 	if (likely(n == 0))
 		return 0;
-	return polled(loop, s, n, repoll);
+	return poll_result(loop, s, n, repoll);
 }
 
 static __rte_always_inline uint32_t
@@ -181,7 +181,7 @@ poll_act(struct evd_loop *loop, bool repoll)
 			act = loop->act;
 			a = act + i;
 			end = act + loop->n_act;
-			n = polled(loop, a->src, n, repoll);
+			n = poll_result(loop, a->src, n, repoll);
 			if (n > 0)
 				total += (uint32_t)n;
 		}

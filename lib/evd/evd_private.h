@@ -416,7 +416,7 @@ evd__dev_add(struct evd_loop *loop, struct evd_source *s)
 }
 
 static inline void
-evd__dev_del(struct evd_loop *loop, struct evd_source *s)
+evd__dev_del(struct evd_loop *loop, const struct evd_source *s)
 {
 	uint32_t i = 0;
 
