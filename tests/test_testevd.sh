@@ -117,20 +117,22 @@ PY
 # so it beats every single threshold.
 printf '# evd calibration (ns): B, then L after 10 us, 100 us, 1 ms, 10 ms\n5000 16000 16000 19000 25000\n' \
 	> "$tmp/cal.txt"
+# the same with timed waits a second late: timers never pay, and the oracle
+# is spin or block, the ski-rental problem these checks derive their figures from
+{ cat "$tmp/cal.txt"; echo '1000000000 1000000000 1000000000 1000000000'; } > "$tmp/calblock.txt"
 python3 -c 'print("15000\n2000000\n" * 2000, end="")' > "$tmp/alt.txt"
-check "score, hindsight" 0 "$testevd" --score --compare --calibration "$tmp/cal.txt" --trace "$tmp/alt.txt" \
+check "score, hindsight" 0 "$testevd" --score --compare --calibration "$tmp/calblock.txt" --trace "$tmp/alt.txt" \
 	--json "$tmp/alt.json"
 python3 - "$tmp/alt.json" <<'PY' || fail=1
 import json, sys
 a = json.load(open(sys.argv[1]))
 h, hc = a[0]["hindsight_ratio"], a[0]["hindsight_context_ratio"]
 assert all(r["hindsight_ratio"] == h and r["hindsight_context_ratio"] == hc for r in a), a
-# a file without T: L stands in for it, and the JSON says so
-# nor C, W and Lc: none (B stands in for C, every wake is L's)
+# a file without C, W and Lc: none (B stands in for C, every wake is L's)
 assert all(r["calibration"] == {"given": True, "b_ns": 5000, "wake_at_ns": [10000, 100000, 1000000, 10000000],
                                 "wake_ns": [16000, 16000, 19000, 25000], "timeout_ns": [0, 0],
-                                "window_ns": 0, "cold_wake_ns": 0, "timer_late_from": "L",
-                                "timer_late_ns": [16000, 16000, 19000, 25000]} for r in a), a[0]["calibration"]
+                                "window_ns": 0, "cold_wake_ns": 0, "timer_late_from": "given",
+                                "timer_late_ns": [1000000000] * 4} for r in a), a[0]["calibration"]
 assert hc <= 1.001, f"one threshold per context should match the oracle here: {hc}"
 assert h >= 1.10, f"no single threshold should come near the oracle here: {h}"
 ad = next(r for r in a if r["policy"] == "adaptive")["competitive_ratio"]
@@ -150,8 +152,8 @@ PY
 # (B 5 us, L 11 us: c = 16 us) the scorer must give what the formula
 # gives: a scorer that undercharged a rule, or an oracle that overcharged,
 # would show as a policy under the floor.
-printf '# evd calibration (ns): B, then L after 10 us, 100 us, 1 ms, 10 ms\n5000 11000 11000 11000 11000\n' \
-	> "$tmp/calflat.txt"
+printf '# evd calibration (ns): B, then L after 10 us, 100 us, 1 ms, 10 ms\n5000 11000 11000 11000 11000\n%s\n' \
+	'1000000000 1000000000 1000000000 1000000000' > "$tmp/calflat.txt" # timers never pay: as calblock
 for rate in 31250 62500 125000; do
 	check "score, memoryless at $rate/s" 0 "$testevd" --score --compare --calibration "$tmp/calflat.txt" \
 		--trace poisson:rate=$rate --events 20000 --seed 7 --json "$tmp/floor-$rate.json"
@@ -236,11 +238,15 @@ python3 -c 'print("1000000\n" * 1000, end="")' > "$tmp/g1ms.txt"
 printf '5000 16000 16000 19000 25000\n50000 50000 60000 80000\n# C(100us) C(1ms) Lc W\n18000 10000 70000 100000\n' \
 	> "$tmp/calW.txt"
 printf '5000 16000 16000 19000 25000\n50000 50000 60000 80000\n' > "$tmp/calNoW.txt"
-check "score, a host window" 0 "$testevd" --score --policy intr --calibration "$tmp/calW.txt" \
+# (T a second here, as calblock: the oracle of spin or block, which the
+# figures below derive; intr sets no timers)
+sed 's/^50000 50000 60000 80000$/1000000000 1000000000 1000000000 1000000000/' "$tmp/calW.txt" > "$tmp/calWblock.txt"
+sed 's/^50000 50000 60000 80000$/1000000000 1000000000 1000000000 1000000000/' "$tmp/calNoW.txt" > "$tmp/calNoWblock.txt"
+check "score, a host window" 0 "$testevd" --score --policy intr --calibration "$tmp/calWblock.txt" \
 	--trace "$tmp/win.txt" --json "$tmp/win.json"
-check "score, no host window" 0 "$testevd" --score --policy intr --calibration "$tmp/calNoW.txt" \
+check "score, no host window" 0 "$testevd" --score --policy intr --calibration "$tmp/calNoWblock.txt" \
 	--trace "$tmp/win.txt" --json "$tmp/nowin.json"
-check "score, a host window, adaptive" 0 "$testevd" --score --policy adaptive --calibration "$tmp/calW.txt" \
+check "score, a host window, adaptive" 0 "$testevd" --score --policy adaptive --calibration "$tmp/calWblock.txt" \
 	--trace "$tmp/win.txt" --json "$tmp/winA.json"
 python3 - "$tmp/win.json" "$tmp/nowin.json" "$tmp/winA.json" <<'PY' || fail=1
 import json, sys
@@ -293,8 +299,8 @@ PY
 # only 2.6 us over it: the oracle spins 347 us of each 1 ms gap and
 # sleeps the rest, 429.3 us a gap. Among the calibration points and W
 # alone it found 503.1 (sleep it all).
-printf '5581 10773 10773 86585 101382\n53302 58721 86585 101382\n17844 10440 72569 100000\n' \
-	> "$tmp/calVM.txt"
+printf '5581 10773 10773 86585 101382\n1000000000 1000000000 1000000000 1000000000\n17844 10440 72569 100000\n' \
+	> "$tmp/calVM.txt" # timers never pay: as calblock
 check "score, the oracle's kink" 0 "$testevd" --score --policy intr --calibration "$tmp/calVM.txt" \
 	--trace "$tmp/g1ms.txt" --lambda 30 --budget-us 70 --json "$tmp/kink.json"
 python3 - "$tmp/kink.json" <<'PY' || fail=1
@@ -330,9 +336,9 @@ r, prev = random.Random(5), 1
 for i in range(4000):
     s = r.choice([1, 2]); print(15000 if prev == 1 else 2000000, s); prev = s' > "$tmp/src.txt"
 cut -d" " -f1 "$tmp/src.txt" > "$tmp/nosrc.txt"
-check "score, two sources" 0 "$testevd" --score --policy adaptive --calibration "$tmp/cal.txt" \
+check "score, two sources" 0 "$testevd" --score --policy adaptive --calibration "$tmp/calblock.txt" \
 	--trace "$tmp/src.txt" --json "$tmp/src.json"
-check "score, the same gaps, no sources" 0 "$testevd" --score --policy adaptive --calibration "$tmp/cal.txt" \
+check "score, the same gaps, no sources" 0 "$testevd" --score --policy adaptive --calibration "$tmp/calblock.txt" \
 	--trace "$tmp/nosrc.txt" --json "$tmp/nosrc.json"
 python3 - "$tmp/src.json" "$tmp/nosrc.json" <<'PY' || fail=1
 import json, sys
@@ -348,7 +354,7 @@ PY
 # gap, their ages do not): the context rule stays in charge, and the
 # superposition neither helps nor costs
 check "score, two sources, superpose=0" 0 "$testevd" --score --policy adaptive:superpose=0 \
-	--calibration "$tmp/cal.txt" --trace "$tmp/src.txt" --json "$tmp/src0.json"
+	--calibration "$tmp/calblock.txt" --trace "$tmp/src.txt" --json "$tmp/src0.json"
 python3 - "$tmp/src.json" "$tmp/src0.json" <<'PY' || fail=1
 import json, sys
 a, b = json.load(open(sys.argv[1]))[0], json.load(open(sys.argv[2]))[0]

@@ -39,16 +39,15 @@
  * costs C and ends T(nap) after its length; what arrived meanwhile is
  * served together at its end, each arrival waiting from its own time, and
  * the loop's next gap starts there. (A notified sleep's latency is not
- * carried over into the next gap: the gaps are the trace's, as the
- * oracle's are. A timeout's is, as a nap's: the oracle sets no timers.)
- * The oracle takes, per gap, the cheapest of spinning through, sleeping at
- * once, and spinning then sleeping: the actions of the ski-rental problem
- * (spin or block); with a halt window, over the whole trace at once (a
- * sleep over W wakes cold, in Lc or L, and makes the next short one wake
- * in Lc: two states, warm and cold, the cheapest path through them). It sets
- * no timers; a policy that does (adaptive's pre-wake, for loops that price
- * latency above CPU) can cost less than it on periodic traces, a ratio
- * under 1. The competitive ratio is a policy's total cost over the
+ * carried over into the next gap: the gaps are the trace's. A timeout's
+ * is, as a nap's.)
+ * The oracle knows every arrival and has every action a policy has, priced
+ * as simulate() charges it (oracle_reach, oracle_cost): spin, sleep (B, L),
+ * a timed halt (nap or timeout: C, T) ending before the arrival then spin
+ * (a pre-wake), halts then a sleep, and a halt past arrivals that serves
+ * them at its end; with a halt window, warm and cold, the cheapest path
+ * through them. Where it cannot price an action exactly it takes a lower
+ * bound, so that no policy costs less than it. The competitive ratio is a policy's total cost over the
  * oracle's.
  */
 #include <errno.h>
@@ -142,42 +141,209 @@ oracle_kinks(void)
 }
 
 /*
- * The oracle's step over one gap g: from the cheapest costs of ending the
- * gaps before in the warm and the cold state (oc[0], oc[1]), those of
- * ending this one in each. Spun through, the state stays; a sleep of s
- * (after spinning g - s) ends warm if s <= W, else cold. Where there is no
- * window both states are one (W 0: every wake is L's, every sleep warm).
+ * The oracle's timed halts (a nap, or a sleep that ends by its timeout:
+ * pre-wake, the guard), of length d up to the loop's bound: CPU C(d), back
+ * T(d) after d, cold after if d > W. In cells whose edges hold every point
+ * C, T and W turn at, so that each is monotone in a cell and a cell's ends
+ * bound it: the oracle's price of a halt is never above any d's in it.
+ */
+#define HALT_CELLS 256
+
+struct halt_cell {
+	double x, y;       /* d in [x, y] */
+	double c_min;      /* the least C(d) there */
+	double t_min, t_max;
+	int cold;          /* the state it leaves: 1 if y > W (W > 0) */
+};
+
+static struct halt_cell cells[HALT_CELLS];
+static int n_cells;
+static double halt_c_min[2]; /* the least C of a halt leaving each state */
+static double halt_c_all;    /* ... of any halt */
+static double halt_dt_min[2]; /* the shortest halt's d + T(d), by the state it leaves */
+static double wake_min;      /* the least notified wake (after 1 ns, warm) */
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void
+oracle_halts(void)
+{
+	uint64_t e[HALT_CELLS + 16];
+	int n = 0, m = 0;
+
+	e[n++] = 1; /* the shortest halt (a timeout's bound of 1 ns) */
+	for (double d = 1000; d < (double)max_sleep_ns && n < HALT_CELLS; d *= 1.0905077) /* 2^(1/8) */
+		e[n++] = (uint64_t)d;
+	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++)
+		e[n++] = env->wake_at_ns[k]; /* T's points (timer_late.c: L's) */
+	for (int k = 0; k < EVD_ENV_TIMEOUT_POINTS; k++)
+		e[n++] = env->timeout_at_ns[k];
+	if (env->window_ns != 0)
+		e[n++] = env->window_ns;
+	e[n++] = max_sleep_ns;
+	qsort(e, (size_t)n, sizeof(e[0]), cmp_u64);
+	halt_c_min[0] = halt_c_min[1] = halt_c_all = INFINITY;
+	halt_dt_min[0] = halt_dt_min[1] = INFINITY;
+	for (int k = 1; k < n && m < HALT_CELLS; k++) {
+		struct halt_cell *c = &cells[m];
+		double tx, ty;
+
+		if (e[k - 1] == 0 || e[k] == e[k - 1] || e[k] > max_sleep_ns)
+			continue;
+		tx = timer_late_ns(e[k - 1]);
+		ty = timer_late_ns(e[k]);
+		c->x = (double)e[k - 1];
+		c->y = (double)e[k];
+		c->c_min = fmin(evd_policy_env_timeout_ns(env, e[k - 1]),
+				evd_policy_env_timeout_ns(env, e[k]));
+		c->t_min = fmin(tx, ty);
+		c->t_max = fmax(tx, ty);
+		c->cold = env->window_ns != 0 && e[k] > env->window_ns;
+		halt_c_min[c->cold] = fmin(halt_c_min[c->cold], c->c_min);
+		halt_c_all = fmin(halt_c_all, c->c_min);
+		halt_dt_min[c->cold] = fmin(halt_dt_min[c->cold], c->x + c->t_min);
+		m++;
+	}
+	n_cells = m;
+	wake_min = evd_policy_env_wake_after_ns(env, 1, WARM);
+}
+
+/*
+ * What the oracle can pay to reach the next arrival from state st, awake
+ * with r of the gap left, r anywhere in [r_lo, r_hi] (a halt that began
+ * before the gap may end anywhere in it): into na[] the least cost of
+ * serving the arrival awake, ending in each state. Every action a policy
+ * has within a gap: spin; spin then a notified sleep s (B, L(s)); a halt
+ * ending before the arrival, then spin (pre-wake, a nap); halts then a
+ * sleep, or two halts to end in the other state. (Halts past the arrival:
+ * oracle_cost.)
  */
 static void
-oracle_step(double oc[2], uint64_t g, double lambda)
+oracle_reach(double from, int st, double r_lo, double r_hi, double lambda, double na[2])
 {
-	uint64_t w = env->window_ns;
-	double next[2] = { INFINITY, INFINITY };
+	uint64_t w = env->window_ns, prev = st ? COLD : WARM;
+	double dt = fmin(halt_dt_min[0], halt_dt_min[1]);
 
-	for (int from = 0; from < 2; from++) {
-		uint64_t prev = from ? COLD : WARM;
+	na[st] = fmin(na[st], from + r_lo);
+	/* s = r_hi, r_lo, or a calibration point, W, just past W or a kink
+	 * under r_hi: the minimum over s lies at one (L piecewise linear in
+	 * log s, concave in s; the cold price flat up to W, and past W
+	 * max(L, Lc); the budget's max(L - budget, 0); the spin left, r_lo - s,
+	 * down to 0) */
+	for (int k = -4; k < EVD_ENV_WAKE_POINTS + n_kinks; k++) {
+		uint64_t s = k == -4 ? (uint64_t)r_hi : k == -3 ? (uint64_t)r_lo : k == -2 ? w + 1
+			   : k == -1 ? w : k < EVD_ENV_WAKE_POINTS ? env->wake_at_ns[k]
+			   : kink_ns[k - EVD_ENV_WAKE_POINTS];
+		double c;
 
-		if (isinf(oc[from]))
+		if (s == 0 || (double)s > r_hi || (k == -2 && w == 0))
 			continue;
-		next[from] = fmin(next[from], oc[from] + (double)g);
-		/* s = g, or a calibration point, W or a kink under g: the
-		 * minimum over s lies at one (L piecewise linear in log s,
-		 * concave in s; the cold price flat up to W, and past W
-		 * max(L, Lc); the budget's max(L - budget, 0)) */
-		for (int k = -2; k < EVD_ENV_WAKE_POINTS + n_kinks; k++) {
-			uint64_t s = k == -2 ? g : k == -1 ? w
-				   : k < EVD_ENV_WAKE_POINTS ? env->wake_at_ns[k]
-							     : kink_ns[k - EVD_ENV_WAKE_POINTS];
-			double c;
+		c = from + fmax(r_lo - (double)s, 0) + b_ns + lambda * over(wake_after(s, prev));
+		na[w != 0 && s > w] = fmin(na[w != 0 && s > w], c);
+	}
+	for (int k = 0; k < n_cells; k++) {
+		const struct halt_cell *c = &cells[k];
 
-			if (s == 0 || s > g || (k >= -1 && s == g))
+		if (c->x + c->t_min <= r_hi)
+			na[c->cold] = fmin(na[c->cold], from + c->c_min + fmax(r_lo - c->y - c->t_max, 0));
+	}
+	for (int to = 0; to < 2; to++) {
+		if (dt <= r_hi)
+			na[to] = fmin(na[to], from + halt_c_all + b_ns + lambda * over(wake_min));
+		if (2 * dt <= r_hi)
+			na[to] = fmin(na[to], from + halt_c_all + halt_c_min[to]);
+	}
+}
+
+/*
+ * The offline optimum over the whole trace: per arrival, the least cost of
+ * serving it awake, warm and cold (a[i]), and of being at it in a halt
+ * that ends in the gap after it, its latency paid (h[i]: a halt may begin
+ * there). A halt that begins in the gap after arrival i ends d + T(d)
+ * later, at E or after, and serves every arrival it outlasts at its end:
+ * each waits at least E less its own time, the last c = E - its time or
+ * more; the loop then has r = g - c of the gap left, and with lambda >= 1
+ * a wait past the budget costs at least the spin it saves, so r anywhere in
+ * [g - max(c, min(budget, g)), g - c] covers every end (lambda < 1: down
+ * to 0). A halt lasts at most the loop's bound, and is not followed past
+ * where what it owes exceeds spinning through by more than any state can
+ * save (the worst wake's price). Where there is no window both states are
+ * one (W 0: every wake is L's, every halt warm).
+ */
+static double
+oracle_cost(const struct trace *t, double lambda)
+{
+	size_t n = t->n;
+	double (*a)[2] = malloc((n + 1) * sizeof(*a)), *h = malloc((n + 1) * sizeof(*h));
+	double *tm = malloc((n + 1) * sizeof(*tm));
+	double span_max = (double)max_sleep_ns + timer_late_ns(max_sleep_ns);
+	double worst = lambda * fmax(wake_after(max_sleep_ns, COLD), (double)env->cold_wake_ns);
+	double total = INFINITY;
+
+	if (a == NULL || h == NULL || tm == NULL) {
+		free(a);
+		free(h);
+		free(tm);
+		return -ENOMEM;
+	}
+	tm[0] = 0;
+	for (size_t i = 0; i <= n; i++) {
+		a[i][0] = a[i][1] = h[i] = INFINITY;
+		if (i > 0)
+			tm[i] = tm[i - 1] + (double)t->gap_ns[i - 1];
+	}
+	a[0][0] = 0; /* awake, warm */
+	for (size_t i = 0; i < n; i++) {
+		double g = (double)t->gap_ns[i];
+		double src = fmin(fmin(a[i][0], a[i][1]), h[i]);
+
+		for (int st = 0; st < 2; st++)
+			if (!isinf(a[i][st]))
+				oracle_reach(a[i][st], st, g, g, lambda, a[i + 1]);
+		for (int to = 0; to < 2 && !isinf(src); to++) {
+			double e0 = tm[i] + halt_dt_min[to];
+
+			if (isinf(halt_c_min[to]))
 				continue;
-			c = oc[from] + (double)(g - s) + b_ns + lambda * over(wake_after(s, prev));
-			next[w != 0 && s > w] = fmin(next[w != 0 && s > w], c);
+			/* the halt outlasts arrivals i + 1 .. j - 1 and ends in gap j */
+			for (size_t j = i + 2; j <= n + 1; j++) {
+				double e = fmax(tm[j - 1], e0), lat = 0, from, c0, gj;
+
+				if (tm[j - 1] - tm[i] > span_max)
+					break;
+				for (size_t k = i + 1; k < j - 1; k++)
+					lat += lambda * over(e - tm[k]);
+				from = src + halt_c_min[to] + lat;
+				if (j == n + 1) {
+					total = fmin(total, from + lambda * over(e - tm[n]));
+					break;
+				}
+				gj = tm[j] - tm[j - 1];
+				c0 = e - tm[j - 1];
+				if (c0 < gj) {
+					from += lambda * over(c0);
+					h[j - 1] = fmin(h[j - 1], from);
+					oracle_reach(from, to,
+						     lambda < 1 ? 0 : gj - fmax(c0, fmin(budget_ns, gj)),
+						     gj - c0, lambda, a[j]);
+				}
+				if (lambda >= 1 && e - tm[i + 1] > budget_ns &&
+				    from - src - (tm[j - 1] - tm[i]) > worst)
+					break;
+			}
 		}
 	}
-	oc[0] = next[0];
-	oc[1] = next[1];
+	total = fmin(total, fmin(a[n][0], a[n][1]));
+	free(a);
+	free(h);
+	free(tm);
+	return total;
 }
 
 /*
@@ -394,7 +560,6 @@ us_or_never(double ns, char *buf, size_t len)
 struct score {
 	char policy[TESTEVD_POLICY_MAX];
 	double cost, oracle_cost, cpu_ns, total_ns;
-	double oc[2]; /* the oracle's cheapest so far ending warm, cold */
 	uint64_t switches, sleeps, naps, events;
 	struct hist lat;
 	/* --timeline: per window of the trace's time */
@@ -424,14 +589,12 @@ tl_add(double *w, double window, double t0, double d)
 }
 
 /* One arrival, gap after the one before it, served late: the trace's
- * time, the timeline, the oracle's cost and the policy's latency price. */
+ * time, the timeline and the policy's latency price. */
 static void
 served(struct score *s, double lambda, uint64_t gap, uint64_t late)
 {
 	s->total_ns += (double)gap;
 	s->tl_arrivals[RTE_MIN((int)(s->total_ns / s->tl_window_ns), TL_WINDOWS - 1)]++;
-	oracle_step(s->oc, gap, lambda);
-	s->oracle_cost = fmin(s->oc[0], s->oc[1]);
 	s->cost += lambda * over((double)late);
 	hist_add(&s->lat, late);
 	s->events++;
@@ -453,7 +616,6 @@ simulate(const char *spec, const struct trace *t, double lambda, struct score *s
 	if (rc < 0)
 		return rc;
 	memset(s, 0, sizeof(*s));
-	s->oc[1] = INFINITY; /* the oracle starts warm */
 	snprintf(s->policy, sizeof(s->policy), "%s", spec);
 	for (size_t i = 0; i < t->n; i++) {
 		s->tl_window_ns += (double)t->gap_ns[i];
@@ -675,7 +837,7 @@ score_mode(const struct opts *o)
 	FILE *jf = NULL;
 	struct hindsight h = { 0 };
 	char buf[HS_GAPS][32];
-	double span_ns = 0;
+	double span_ns = 0, oc;
 	uint64_t tl[4];
 	enum timer_late_from from;
 	int rc;
@@ -701,6 +863,7 @@ score_mode(const struct opts *o)
 	t = o->trace_data; /* loaded and checked before the run (main) */
 	calibrate();
 	oracle_kinks();
+	oracle_halts();
 	for (size_t i = 0; i < t->n; i++)
 		span_ns += (double)t->gap_ns[i];
 	from = timer_late_get(tl);
@@ -723,8 +886,15 @@ score_mode(const struct opts *o)
 		       " is); scored under it all the same\n", o->policy, o->budget_us);
 	printf("\n  %-34s %9s %8s %10s %10s %10s %9s\n", "policy", "ratio", "cpu %", "p50 us",
 	       "p99 us", "p99.9 us", "switches");
+	oc = oracle_cost(t, o->lambda);
+	if (oc < 0) {
+		fprintf(stderr, "testevd: the oracle: %s\n", strerror(ENOMEM));
+		free(s);
+		return EXIT_RUNTIME;
+	}
 	for (size_t i = 0; i < n; i++) {
 		rc = simulate(list[i], t, o->lambda, &s[i]);
+		s[i].oracle_cost = oc;
 		if (rc < 0) {
 			fprintf(stderr, "testevd: policy %s: %s\n", list[i], strerror(-rc));
 			free(s);
