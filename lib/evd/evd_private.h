@@ -154,7 +154,7 @@ evd__timers_next(const struct evd__timers *h)
 
 /* The default loop clock where the TSC serves: nanoseconds from CLOCK_MONOTONIC
  * at the loop's creation (ns0, read with tsc0), on from there at the TSC's
- * rate as measured against CLOCK_MONOTONIC (evd_loop.c, tsc_rate). */
+ * rate as measured against CLOCK_MONOTONIC (evd_clock.c, tsc_rate). */
 struct evd__tsc_clock {
 	uint64_t tsc0, ns0;
 	double ns_per_tick;
