@@ -143,6 +143,45 @@ for p in ["intr", "poll"]:
     assert r >= h - 1e-3, f"{p} ({r}) beat the best threshold in hindsight ({h})"
 print(f"ok: hindsight {h:.3f}, per context {hc:.3f}, adaptive {ad:.3f}")
 PY
+# vs_hindsight: each policy's cost over the best single threshold's, for
+# every policy, and the same figure as the two ratios' quotient (the oracle
+# cancels); the ratios carry 4 decimals, the costs are whole ns
+python3 - "$tmp/alt.json" "$tmp/score.json" <<'PY' || fail=1
+import json, sys
+for f in sys.argv[1:]:
+    for r in json.load(open(f)):
+        assert "hindsight_cost" in r and "vs_hindsight" in r, (f, r)
+        v, c, h = r["vs_hindsight"], r["competitive_ratio"], r["hindsight_ratio"]
+        assert r["hindsight_cost"] > 0, r
+        assert abs(v - r["cost"] / r["hindsight_cost"]) <= 1e-6 * v + 5e-7, r
+        assert abs(v - c / h) <= v * (5e-5 / c + 5e-5 / h) + 1e-6 * v, (v, c / h, r)
+    print(f"ok: vs_hindsight in every row of {f.rsplit('/', 1)[1]}, the ratios' quotient")
+PY
+# a rule that is the best threshold in hindsight scores 1 against it: gaps of
+# 10 us and 2 ms in no order, which one threshold just over 10 us serves
+python3 -c '
+import random
+r = random.Random(1)
+print("".join("10000\n" if r.random() < 0.75 else "2000000\n" for _ in range(4000)), end="")' \
+	> "$tmp/bimodal.txt"
+check "score, hindsight threshold" 0 "$testevd" --score --policy intr --calibration "$tmp/calblock.txt" \
+	--trace "$tmp/bimodal.txt"
+th=$(sed -n 's/.*chosen after the trace: ratio [0-9.]* (\([0-9.]*\) us).*/\1/p' "$tmp/out")
+if [ -z "$th" ]; then
+	echo "FAIL: no finite hindsight threshold in the --score output"; cat "$tmp/out"; fail=1
+else
+	n=$(python3 -c "print(round($th * 1000))")
+	check "score, ski2 at the hindsight threshold" 0 "$testevd" --score --policy "ski2:b_ns=$n" \
+		--calibration "$tmp/calblock.txt" --trace "$tmp/bimodal.txt" --json "$tmp/ski2h.json"
+	python3 - "$tmp/ski2h.json" "$n" <<'PY' || fail=1
+import json, sys
+r = json.load(open(sys.argv[1]))[0]
+n = int(sys.argv[2])
+assert 10000 < n < 20000, f"the best threshold should spin the 10 us gaps and no more: {n} ns"
+assert abs(r["vs_hindsight"] - 1) < 0.01, r
+print(f"ok: ski2:b_ns={n}, the threshold in hindsight, vs_hindsight {r['vs_hindsight']:.4f}")
+PY
+fi
 # the floor no online rule gets under: on memoryless (Poisson) gaps what is
 # left of a gap does not depend on how long it has lasted, so the best
 # online rule spins through (the mean gap m) or sleeps at once (c = B + L),

@@ -392,6 +392,7 @@ hs_t(int j)
 }
 
 struct hindsight {
+	double cost; /* the best single threshold's, ns: what vs_hindsight divides by */
 	double ratio, ctx_ratio;
 	double t_ns, ctx_t_ns[HS_GAPS]; /* the first source's; INFINITY: never sleep */
 	int sources;
@@ -538,6 +539,7 @@ hindsight(const struct trace *t, double lambda, double oracle_cost, struct hinds
 	for (int k = 0; k < HS_GAPS; k++)
 		h->ctx_t_ns[k] = thr[k];
 	h->sources = n_ids;
+	h->cost = all_best;
 	h->ratio = oracle_cost > 0 ? all_best / oracle_cost : 1.0;
 	h->ctx_ratio = oracle_cost > 0 ? ctx_sum / oracle_cost : 1.0;
 	free(c);
@@ -778,6 +780,14 @@ score_ratio(const struct score *s)
 	return s->oracle_cost > 0 ? s->cost / s->oracle_cost : 1.0;
 }
 
+/* Its cost over the best single threshold's in hindsight (a trace of zero
+ * gaps: 1, as score_ratio). */
+static double
+score_vs_hindsight(const struct score *s, const struct hindsight *h)
+{
+	return h->cost > 0 ? s->cost / h->cost : 1.0;
+}
+
 static double
 score_cpu_pct(const struct score *s)
 {
@@ -794,11 +804,12 @@ score_json(FILE *f, const struct score *s, const char *trace, const struct hinds
 	fprintf(f, ", \"events\": %" PRIu64
 		", \"competitive_ratio\": %.4f, \"cost\": %.0f, \"oracle_cost\": %.0f, "
 		"\"hindsight_ratio\": %.4f, \"hindsight_context_ratio\": %.4f, "
+		"\"hindsight_cost\": %.0f, \"vs_hindsight\": %.6f, "
 		"\"cpu_pct\": %.3f, \"latency_us\": {\"p50\": %.3f, \"p99\": %.3f, \"p999\": %.3f}, "
 		"\"mode_switches\": %" PRIu64 ", \"sleeps\": %" PRIu64 ", \"naps\": %" PRIu64
 		", \"budget_us\": %.0f, ",
 		s->events, score_ratio(s), s->cost, s->oracle_cost, h->ratio, h->ctx_ratio,
-		score_cpu_pct(s),
+		h->cost, score_vs_hindsight(s, h), score_cpu_pct(s),
 		(double)hist_pct(&s->lat, 0.5) / 1e3, (double)hist_pct(&s->lat, 0.99) / 1e3,
 		(double)hist_pct(&s->lat, 0.999) / 1e3, s->switches, s->sleeps, s->naps, budget_ns / 1e3);
 	report_json_calibration(f);
@@ -840,7 +851,7 @@ score_mode(const struct opts *o)
 	double span_ns = 0, oc;
 	uint64_t tl[4];
 	enum timer_late_from from;
-	int rc;
+	int rc, hrc;
 
 	if (o->compare) {
 		/* adaptive first, as --policy tunes it (beside --compare
@@ -884,14 +895,18 @@ score_mode(const struct opts *o)
 	if (o->budget_us != 0 && !o->compare && strstr(o->policy, "budget_us=") == NULL)
 		printf("testevd: note: policy %s is not told the budget (adaptive:budget_us=%" PRIu64
 		       " is); scored under it all the same\n", o->policy, o->budget_us);
-	printf("\n  %-34s %9s %8s %10s %10s %10s %9s\n", "policy", "ratio", "cpu %", "p50 us",
-	       "p99 us", "p99.9 us", "switches");
 	oc = oracle_cost(t, o->lambda);
 	if (oc < 0) {
 		fprintf(stderr, "testevd: the oracle: %s\n", strerror(ENOMEM));
 		free(s);
 		return EXIT_RUNTIME;
 	}
+	/* before the policies: each row shows its cost over the hindsight's */
+	hrc = hindsight(t, o->lambda, oc, &h);
+	if (hrc < 0)
+		fprintf(stderr, "testevd: hindsight: %s\n", strerror(-hrc));
+	printf("\n  %-34s %9s %9s %8s %10s %10s %10s %9s\n", "policy", "ratio", "vs hind.", "cpu %",
+	       "p50 us", "p99 us", "p99.9 us", "switches");
 	for (size_t i = 0; i < n; i++) {
 		rc = simulate(list[i], t, o->lambda, &s[i]);
 		s[i].oracle_cost = oc;
@@ -900,15 +915,17 @@ score_mode(const struct opts *o)
 			free(s);
 			return EXIT_USAGE;
 		}
-		printf("  %-34.34s %9.3f %8.2f %10.2f %10.2f %10.2f %9" PRIu64 "\n", s[i].policy,
-		       score_ratio(&s[i]), score_cpu_pct(&s[i]),
+		if (hrc < 0)
+			snprintf(buf[0], sizeof(buf[0]), "-");
+		else
+			snprintf(buf[0], sizeof(buf[0]), "%.3f", score_vs_hindsight(&s[i], &h));
+		printf("  %-34.34s %9.3f %9s %8.2f %10.2f %10.2f %10.2f %9" PRIu64 "\n", s[i].policy,
+		       score_ratio(&s[i]), buf[0], score_cpu_pct(&s[i]),
 		       (double)hist_pct(&s[i].lat, 0.5) / 1e3, (double)hist_pct(&s[i].lat, 0.99) / 1e3,
 		       (double)hist_pct(&s[i].lat, 0.999) / 1e3, s[i].switches);
 	}
-	rc = hindsight(t, o->lambda, s[0].oracle_cost, &h);
-	if (rc < 0) {
-		fprintf(stderr, "testevd: hindsight: %s\n", strerror(-rc));
-	} else {
+	rc = hrc;
+	if (rc >= 0) {
 		printf("\n  hindsight, the best spin threshold chosen after the trace: ratio %.3f (%s)\n",
 		       h.ratio, us_or_never(h.t_ns, buf[0], sizeof(buf[0])));
 		printf("  and one per context (previous gap < 4 us, < 64 us, < 1 ms, longer%s): ratio %.3f"
