@@ -563,7 +563,7 @@ evd_policy_env_wake_after_ns(const struct evd_policy_env *e, uint64_t g, uint64_
 
 static pthread_mutex_t env_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool env_ready; /* atomic: env is in place, fixed from then on */
-static bool env_given; /* set before env_ready: evd_policy_env_set() gave it */
+static const char env_given[] = "given"; /* evd_policy_env_set()'s origin */
 static const char *env_origin; /* set before env_ready */
 
 const struct evd_policy_env *
@@ -612,7 +612,7 @@ evd_policy_env_peek(bool *given)
 	if (!__atomic_load_n(&env_ready, __ATOMIC_ACQUIRE))
 		return NULL;
 	if (given != NULL)
-		*given = env_given;
+		*given = env_origin == env_given;
 	return &env;
 }
 
@@ -667,8 +667,7 @@ evd_policy_env_set(const struct evd_policy_env *e)
 		rc = -EALREADY;
 	} else {
 		env = *e;
-		env_given = true;
-		env_origin = "given";
+		env_origin = env_given;
 		__atomic_store_n(&env_ready, true, __ATOMIC_RELEASE);
 		EVD_LOG(INFO, "given environment: B %" PRIu64 " ns, L(%" PRIu64 ", %" PRIu64 ", %"
 			PRIu64 ", %" PRIu64 " ns) %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " ns",

@@ -69,7 +69,8 @@ slot_of(struct adaptive *a, uint32_t id)
 	slot = (uint32_t)(oldest - a->slots);
 	memset(a->src->own_gaps[slot], 0, sizeof(a->src->own_gaps[slot]));
 	a->src->rule_cost[slot][0] = a->src->rule_cost[slot][1] = 0;
-	evd__superpose_set(a, a->superposed & ~(1u << slot)); /* no longer a source it knows */
+	/* what the superposition learned of this slot was its old source's */
+	evd__superpose_set(a, a->superposed & ~(1u << slot));
 	if (a->gap_scored && a->gap_slot == slot)
 		a->gap_scored = false; /* the gap its old source began: nobody's now */
 	c0 = GAP_CONTEXTS * slot;
