@@ -203,7 +203,7 @@ static void
 test_loop_decisions(void)
 {
 	struct vclock vc = { .now = 1000000 };
-	struct evd_clock clk = { vclock_now, &vc };
+	struct evd_clock clk = { .now_ns = vclock_now, .arg = &vc };
 	struct evd_loop_conf conf = {
 		.policy = "spin-pause",
 		.clock = &clk,
@@ -260,6 +260,94 @@ test_loop_decisions(void)
 
 	CHECK_EQ(evd_loop_remove(loop, r), 0);
 	CHECK_EQ(evd_source_destroy(r), 0);
+	CHECK_EQ(evd_loop_destroy(loop), 0);
+}
+
+/* A virtual clock that also owns the waits: it records each and, where
+ * told to, posts to the ring in the middle of a sleep. */
+struct vwait {
+	struct vclock vc;
+	struct evd_source *ring;
+	uint32_t mode;
+	bool armed, post;
+	uint64_t max_ns;
+	int calls;
+};
+
+static void
+vwait_wait(void *arg, uint32_t mode, bool armed, uint64_t max_ns)
+{
+	struct vwait *w = arg;
+	struct evd_event ev = { 0 };
+
+	w->calls++;
+	w->mode = mode;
+	w->armed = armed;
+	w->max_ns = max_ns;
+	if (w->post) {
+		vclock_advance(&w->vc, 300000);
+		CHECK_EQ(evd_ring_post(w->ring, &ev), 0);
+		w->post = false;
+	} else {
+		vclock_advance(&w->vc, max_ns);
+	}
+}
+
+static uint64_t
+vwait_now(void *arg)
+{
+	return vclock_now(&((struct vwait *)arg)->vc);
+}
+
+/* With wait_ns the loop never blocks: a pause and a sleep become calls that
+ * move the virtual time on, and a post during the call wakes the sleep as
+ * in real time. */
+static void
+test_loop_virtual_wait(void)
+{
+	struct vwait w = { .vc = { .now = 1000000 } };
+	struct evd_clock clk = { .now_ns = vwait_now, .arg = &w, .wait_ns = vwait_wait };
+	struct evd_loop_conf conf = { .policy = "spin-pause", .clock = &clk, .max_sleep_us = 1000000 };
+	struct evd_event ev = { 0 };
+	struct evd_loop_stats st;
+	struct evd_loop *loop;
+
+	CHECK_EQ(evd_loop_create(&conf, &loop), 0);
+	CHECK_EQ(evd_ring_create("r", 16, test_nop, NULL, &w.ring), 0);
+	CHECK_EQ(evd_loop_add(loop, w.ring), 0);
+	CHECK_EQ(evd_ring_post(w.ring, &ev), 0);
+	CHECK_EQ(evd_loop_step(loop), 1);
+
+	vclock_advance(&w.vc, 50000); /* a pause of 1 us, on the virtual clock */
+	CHECK_EQ(evd_loop_step(loop), 0);
+	CHECK_EQ(w.calls, 1);
+	CHECK_EQ(w.mode, EVD_MODE_PAUSE);
+	CHECK_EQ(w.max_ns, 1000);
+	CHECK_EQ(vwait_now(&w), 1051000);
+
+	vclock_advance(&w.vc, 50000); /* a sleep to the bound (1 s): a timeout */
+	CHECK_EQ(evd_loop_step(loop), 0);
+	CHECK_EQ(w.calls, 2);
+	CHECK_EQ(w.mode, EVD_MODE_SLEEP);
+	CHECK(w.armed);
+	CHECK_EQ(w.max_ns, 1000000000);
+	CHECK_EQ(evd_loop_stats_get(loop, &st), 0);
+	CHECK_EQ(st.sleeps, 1);
+	CHECK_EQ(st.sleep_timeouts, 1);
+	CHECK_EQ(st.wakeups, 0);
+
+	w.post = true; /* a post 300 us into the next sleep ends it */
+	CHECK_EQ(evd_loop_step(loop), 1);
+	CHECK_EQ(w.calls, 3);
+	CHECK_EQ(evd_loop_stats_get(loop, &st), 0);
+	CHECK_EQ(st.sleeps, 2);
+	CHECK_EQ(st.sleep_timeouts, 1);
+	CHECK_EQ(st.wakeups, 1);
+	CHECK_EQ(st.lost_wakeups, 0);
+	CHECK_EQ(st.events, 2);
+
+	CHECK_EQ(evd_loop_remove(loop, w.ring), 0);
+	CHECK_EQ(evd_source_destroy(w.ring), 0);
 	CHECK_EQ(evd_loop_destroy(loop), 0);
 }
 
@@ -1979,6 +2067,7 @@ main(int argc, char **argv)
 	TEST(test_learn_retired);
 	TEST(test_l3fwd_timeout);
 	TEST(test_loop_decisions);
+	TEST(test_loop_virtual_wait);
 	TEST(test_adaptive_learns);
 	TEST(test_adaptive_young);
 	TEST(test_adaptive_lock_in_lambda);

@@ -77,8 +77,9 @@ struct evd_timer;
 
 /**
  * A clock, for tests that need deterministic time (SPDK-style virtual clock).
- * @p now_ns must be monotonic. The loop still sleeps in real time: a virtual
- * clock changes what the policy and the timers see, not how long epoll waits.
+ * @p now_ns must be monotonic. Without @p wait_ns the loop still waits in
+ * real time: a virtual clock changes what the policy and the timers see, not
+ * how long epoll waits.
  *
  * Without one, the loop reads the TSC where it serves: in a loop created
  * after rte_eal_init() and, on x86, where the CPU reports an invariant TSC.
@@ -94,7 +95,20 @@ struct evd_timer;
  */
 struct evd_clock {
 	uint64_t (*now_ns)(void *arg); /**< Current time in nanoseconds. */
-	void *arg;                     /**< Passed to now_ns. */
+	void *arg;                     /**< Passed to now_ns and wait_ns. */
+	/**
+	 * Optional, for a virtual clock: called where the loop would wait, on
+	 * the loop's thread, instead of the wait; the loop then only looks at
+	 * its notifications (epoll without a timeout). It moves now_ns on by
+	 * what the wait would have lasted and may post to the loop's rings
+	 * meanwhile: a post to an armed ring during a sleep ends it as in real
+	 * time (the loop's fd turns readable), so a simulation runs the real
+	 * round, hours of traffic in seconds. NULL: the loop waits in real time.
+	 * @p mode EVD_MODE_PAUSE (a pause of @p max_ns) or EVD_MODE_SLEEP;
+	 * @p armed true for a sleep (sources armed), false for a nap; @p max_ns
+	 * the wait's bound, UINT64_MAX for none.
+	 */
+	void (*wait_ns)(void *arg, uint32_t mode, bool armed, uint64_t max_ns);
 };
 
 /** Loop configuration. Zero-initialise it, then set what you need. */

@@ -318,10 +318,14 @@ note_events(struct evd_loop *loop, uint64_t now, uint32_t n)
 /* A pause between the spin and the sleep: the CPU's light wait where it has
  * one (as rte_power_pmd_mgmt's pause mode), else PAUSE instructions. */
 static void
-pause_for(uint64_t ns)
+pause_for(const struct evd_loop *loop, uint64_t ns)
 {
 	uint64_t end;
 
+	if (loop->clock.wait_ns != NULL) {
+		loop->clock.wait_ns(loop->clock.arg, EVD_MODE_PAUSE, false, ns);
+		return;
+	}
 	if (evd__power_pause()) {
 		evd__power_pause_wait(ns);
 		return;
@@ -663,7 +667,7 @@ loop_step(struct evd_loop *loop)
 	case EVD_ACTION_PAUSE:
 		set_mode(loop, EVD_MODE_PAUSE, now);
 		EVD_STAT_ADD(loop->stats.pauses, 1);
-		pause_for(arg ? arg : 1000);
+		pause_for(loop, arg ? arg : 1000);
 		break;
 	case EVD_ACTION_POLL:
 	default:

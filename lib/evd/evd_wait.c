@@ -138,6 +138,10 @@ evd__wait_ready(struct evd_loop *loop, uint64_t timeout_ns, bool nap)
 	if (!nap && !evd__bell_sleep(loop->bell)) {
 		rung = true;
 		tsp = &look;
+	} else if (loop->clock.wait_ns != NULL) {
+		/* after the bell's sleep: a post during the virtual wait rings its fd */
+		loop->clock.wait_ns(loop->clock.arg, EVD_MODE_SLEEP, !nap, timeout_ns);
+		tsp = &look;
 	}
 	n = evd__gather(loop, tsp, &stop);
 	if (!nap)
