@@ -431,6 +431,58 @@ test_adaptive_learns(void)
 	CHECK(t > (env->sleep_wake_ns + env->wake_ns[0]) / 2);
 }
 
+/* One gap of g as the loop lives it: polls of 100 ns until the policy
+ * sleeps; a sleep ends L after the arrival, and the loop tells the wake,
+ * then the completion, at that time. Returns whether it slept. */
+static bool
+live_gap(struct evd_policy *p, uint64_t *now, uint64_t g)
+{
+	const struct evd_policy_env *env = evd_policy_env_get();
+
+	for (uint64_t idle = 0; idle < g; idle += 100) {
+		struct evd_policy_input in = { .now_ns = *now + idle, .idle_ns = idle,
+					       .idle_rounds = idle / 100 + 1, .last_burst = 1,
+					       .n_sources = 1 };
+		uint64_t arg;
+
+		if (evd_policy_decide(p, &in, &arg) == EVD_ACTION_SLEEP) {
+			uint64_t late = (uint64_t)evd_policy_env_wake_ns(env, g - idle);
+
+			*now += g + late;
+			evd_policy_wake(p, *now, g - idle + late, EVD_WAKE_NOTIFY);
+			evd_policy_events(p, *now, 1);
+			return true;
+		}
+	}
+	*now += g;
+	evd_policy_events(p, *now, 1);
+	return false;
+}
+
+/* Gaps alternate between 2 ms and one a spin of which costs less than a
+ * sleep but which, seen from the wake, is longer than B + L: learned as the
+ * loop sees it, adaptive must take the wake's latency off, or it sleeps
+ * every gap for ever. */
+static void
+test_adaptive_wake_latency(void)
+{
+	const struct evd_policy_env *env = evd_policy_env_get();
+	double b = (double)env->sleep_wake_ns, l = evd_policy_env_wake_ns(env, 20000);
+	uint64_t now = 1000000000ull, g = (uint64_t)(b + 0.5 * l), slept = 0;
+	struct evd_policy *p;
+
+	CHECK(g + (uint64_t)l > b + l && g < b + l);
+	CHECK_EQ(evd_policy_create("adaptive:prewake=0", &p), 0);
+	for (int i = 0; i < 2000; i++) {
+		(void)live_gap(p, &now, 2000000);
+		if (live_gap(p, &now, g) && i >= 1900)
+			slept++;
+	}
+	printf("  %" PRIu64 " ns gaps after 2 ms ones: %" PRIu64 " of the last 100 slept\n", g, slept);
+	CHECK(slept <= 5);
+	evd_policy_destroy(p);
+}
+
 /* Busy-period lock-in spins at least B after a round that found a burst,
  * to spare the queued completions a sleep's wake latency. With lambda_pct=0
  * latency costs nothing: nothing to spare, and on gaps of 5 ms (sleeping
@@ -2069,6 +2121,7 @@ main(int argc, char **argv)
 	TEST(test_loop_decisions);
 	TEST(test_loop_virtual_wait);
 	TEST(test_adaptive_learns);
+	TEST(test_adaptive_wake_latency);
 	TEST(test_adaptive_young);
 	TEST(test_adaptive_lock_in_lambda);
 	TEST(test_adaptive_per_source_contexts);

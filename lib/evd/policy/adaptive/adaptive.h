@@ -102,6 +102,8 @@ struct adaptive {
 	uint64_t nap_ns;      /* the nap the budget leaves room for (0: none) */
 	double nap_late_ns;   /* how late a nap ends: its 90th percentile, learned */
 	uint64_t last_gap_ns; /* the gap that ended at the last completion */
+	uint64_t wake_late_ns; /* a notified wake's expected latency, owed by the gap it ends... */
+	uint64_t wake_at_ns;   /* ...if the wake's round (at this time) finds it */
 	bool napping;         /* the last action was a nap (on_wake: a nap's end) */
 	double nap_gap, nap_burst; /* at the idle gaps: gap and completions, averaged (naps only) */
 	bool naps_late;       /* naps stopped: they ended too late for the budget */

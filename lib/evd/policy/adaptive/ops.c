@@ -176,7 +176,11 @@ adaptive_events(void *st, uint64_t now, uint32_t n)
 	a->lock_in = n > 1;
 	a->last_event_ns = now;
 	if (likely(now >= last)) { /* UINT64_MAX before the first */
-		g = now - last;
+		/* the completion came that much before the loop woke to see it:
+		 * learned long, a gap after a sleep would teach the loop to sleep */
+		uint64_t late = now == a->wake_at_ns ? a->wake_late_ns : 0;
+
+		g = now - last > late ? now - last - late : 0;
 		a->last_gap_ns = g;
 		a->w[a->ctx][gap_bin(g)] += 1.0;
 		a->samples++;
@@ -196,7 +200,10 @@ adaptive_wake(void *st, uint64_t now, uint64_t slept, enum evd_wake_reason why)
 {
 	struct adaptive *a = st;
 
-	RTE_SET_USED(now);
+	/* before the window's update: a->cold is the halt's before this sleep */
+	a->wake_late_ns = why == EVD_WAKE_NOTIFY
+				  ? (uint64_t)wake_lat_after(a, (double)slept, a->cold ? INFINITY : 0) : 0;
+	a->wake_at_ns = now;
 	if (a->window)
 		evd__window_wake(a, slept, why);
 	evd__nap_wake(a, slept, why);
