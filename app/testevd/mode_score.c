@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * --score: a policy replayed on an arrival trace without real time, against
- * the offline oracle that knows every next arrival.
+ * --score: the loop running a policy, replayed on an arrival trace on a
+ * virtual clock (replay()), against the offline oracle that knows every
+ * next arrival.
  *
  * Cost model (measured on this machine at start, by the library: the same
  * figures the adaptive policy uses):
@@ -42,7 +43,7 @@
  * carried over into the next gap: the gaps are the trace's. A timeout's
  * is, as a nap's.)
  * The oracle knows every arrival and has every action a policy has, priced
- * as simulate() charges it (oracle_reach, oracle_cost): spin, sleep (B, L),
+ * as replay() charges it (oracle_reach, oracle_cost): spin, sleep (B, L),
  * a timed halt (nap or timeout: C, T) ending before the arrival then spin
  * (a pre-wake), halts then a sleep, and a halt past arrivals that serves
  * them at its end; with a halt window, warm and cold, the cheapest path
@@ -53,6 +54,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -590,186 +592,239 @@ tl_add(double *w, double window, double t0, double d)
 	}
 }
 
-/* One arrival, gap after the one before it, served late: the trace's
- * time, the timeline and the policy's latency price. */
-static void
-served(struct score *s, double lambda, uint64_t gap, uint64_t late)
+/*
+ * The real loop, on a virtual clock that owns its waits (evd_clock.wait_ns):
+ * one ring per source id of the trace, each arrival posted at its time with
+ * that time in its stamp, so what is scored is the round that runs. The
+ * clock prices what the loop does: an empty round that polls costs
+ * POLL_ROUND_NS of CPU (up to the arrival: the round in which it comes
+ * serves it), a pause its length, a wait C or B and its lateness T or L.
+ */
+#define SCORE_RINGS 64
+#define SCORE_RING_SIZE 4096
+
+struct vrun {
+	uint64_t now, base;
+	const struct trace *t;
+	size_t next;      /* the next arrival to post */
+	uint64_t next_at; /* its time, after the wakes' shifts */
+	size_t n_served;
+	uint64_t halt;    /* the last halt's length: the window's state */
+	bool waited;      /* the step waited (wait_ns ran) */
+	int loop_fd;
+	uint32_t n_rings;
+	bool hashed;      /* more ids than rings: id % SCORE_RINGS */
+	uint32_t ids[SCORE_RINGS];
+	struct evd_source *ring[SCORE_RINGS];
+	struct score *s;
+	double lambda;
+};
+
+static uint64_t
+vrun_now(void *arg)
 {
-	s->total_ns += (double)gap;
-	s->tl_arrivals[RTE_MIN((int)(s->total_ns / s->tl_window_ns), TL_WINDOWS - 1)]++;
-	s->cost += lambda * over((double)late);
-	hist_add(&s->lat, late);
-	s->events++;
+	return ((const struct vrun *)arg)->now;
 }
 
-/* Replay the trace through one policy instance, in virtual time. */
-static int
-simulate(const char *spec, const struct trace *t, double lambda, struct score *s)
+static struct evd_source *
+vrun_ring(const struct vrun *v, uint32_t id)
 {
-	struct evd_policy *p;
-	uint64_t now = 1000000000ull; /* the arrival that ended the last gap */
-	uint64_t carry = 0;           /* the loop resumed this long after it (a nap's end) */
-	uint64_t halt = WARM;         /* the last halt's length (sleep, timeout, nap) */
-	uint32_t batch = 1;           /* arrivals the last round served */
-	int rc = evd_policy_create(spec, &p);
-	int mode = EVD_MODE_POLL;
-	bool multi = false;
+	uint32_t lo = 0, hi = v->n_rings;
 
+	if (v->hashed)
+		return v->ring[id % SCORE_RINGS];
+	while (hi - lo > 1) { /* ids ascending */
+		uint32_t mid = (lo + hi) / 2;
+
+		if (v->ids[mid] <= id)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return v->ring[lo];
+}
+
+/* Post what has arrived by upto, at most max; a full ring keeps the rest due. */
+static void
+vrun_post(struct vrun *v, uint64_t upto, size_t max)
+{
+	for (size_t k = 0; k < max && v->next < v->t->n && v->next_at <= upto; k++) {
+		struct evd_event ev = { .stamp = v->next_at };
+
+		if (evd_ring_post(vrun_ring(v, v->t->source[v->next]), &ev) < 0)
+			return;
+		if (++v->next < v->t->n)
+			v->next_at += v->t->gap_ns[v->next];
+	}
+}
+
+static void
+vrun_cpu(struct vrun *v, double ns)
+{
+	v->s->cpu_ns += ns;
+	v->s->cost += ns;
+	tl_add(v->s->tl_cpu, v->s->tl_window_ns, (double)(v->now - v->base), ns);
+}
+
+static bool
+readable(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	return poll(&p, 1, 0) > 0;
+}
+
+/*
+ * A pause costs its length. A sleep or a nap of at most max_ns: the
+ * arrivals up to its timer are posted in turn, and the first that rings
+ * (an armed ring) ends it, woken in L after the halt before: B with the
+ * timer's price (a short one costs whether it fires or not), and the
+ * arrivals after it, at its time too, shift by L: the model's gaps are the
+ * trace's, a notified wake's latency not carried into the next one (as the
+ * oracle and hindsight price it). Else the timer ends it, T(max_ns)
+ * late, for C(max_ns); what came meanwhile waits for the next round.
+ */
+static void
+vrun_wait(void *arg, uint32_t mode, bool armed, uint64_t max_ns)
+{
+	struct vrun *v = arg;
+	uint64_t start = v->now, end = max_ns > UINT64_MAX - start ? UINT64_MAX : start + max_ns;
+	uint64_t back;
+
+	(void)armed;
+	v->waited = true;
+	if (mode == EVD_MODE_PAUSE) {
+		vrun_cpu(v, (double)max_ns);
+		v->now += max_ns;
+		return;
+	}
+	while (v->next < v->t->n && v->next_at <= end) {
+		uint64_t at = v->next_at, late;
+		size_t before = v->next;
+
+		vrun_post(v, at, 1);
+		if (v->next == before)
+			break; /* a full ring: the timer ends the wait */
+		if (!readable(v->loop_fd))
+			continue;
+		late = (uint64_t)wake_after(at - start, v->halt);
+		vrun_cpu(v, evd_policy_env_bounded_sleep_ns(env, max_ns));
+		tl_add(v->s->tl_sleep, v->s->tl_window_ns, (double)(start - v->base), (double)(at - start));
+		v->halt = at - start;
+		v->now = at + late;
+		v->next_at += late;
+		return;
+	}
+	if (end == UINT64_MAX)
+		return; /* nothing left to arrive: the run ends */
+	back = max_ns + (uint64_t)timer_late_ns(max_ns);
+	vrun_cpu(v, evd_policy_env_timeout_ns(env, max_ns));
+	tl_add(v->s->tl_sleep, v->s->tl_window_ns, (double)(start - v->base), (double)back);
+	v->halt = max_ns;
+	v->now = start + back;
+}
+
+static void
+vrun_consume(struct evd_source *src, void *burst, uint16_t n, void *arg)
+{
+	struct vrun *v = arg;
+	const struct evd_event *ev = burst;
+
+	(void)src;
+	for (uint16_t i = 0; i < n; i++) {
+		double late = (double)(v->now - ev[i].stamp);
+
+		v->s->tl_arrivals[RTE_MIN((int)((double)(ev[i].stamp - v->base) / v->s->tl_window_ns),
+					  TL_WINDOWS - 1)]++;
+		v->s->cost += v->lambda * over(late);
+		hist_add(&v->s->lat, (uint64_t)late);
+		v->s->events++;
+		v->n_served++;
+	}
+}
+
+static int
+vrun_open(struct vrun *v, const char *spec, struct evd_loop **loop)
+{
+	struct evd_clock clk = { .now_ns = vrun_now, .arg = v, .wait_ns = vrun_wait };
+	struct evd_loop_conf conf = {
+		.name = "score", .policy = spec, .clock = &clk,
+		.max_sleep_us = (uint32_t)RTE_MIN(max_sleep_ns / 1000, UINT32_MAX),
+	};
+	int rc = trace_source_ids(v->t, v->ids, SCORE_RINGS);
+
+	v->hashed = rc < 0;
+	v->n_rings = rc < 0 ? SCORE_RINGS : rc > 0 ? (uint32_t)rc : 1;
+	rc = evd_loop_create(&conf, loop);
 	if (rc < 0)
 		return rc;
+	v->loop_fd = evd_loop_fd(*loop);
+	for (uint32_t k = 0; k < v->n_rings && rc == 0; k++) {
+		rc = evd_ring_create("score", SCORE_RING_SIZE, vrun_consume, v, &v->ring[k]);
+		if (rc == 0) {
+			rc = evd_loop_add(*loop, v->ring[k]);
+			if (rc < 0) {
+				evd_source_destroy(v->ring[k]);
+				v->ring[k] = NULL;
+			}
+		}
+	}
+	return rc;
+}
+
+static void
+vrun_close(struct vrun *v, struct evd_loop *loop)
+{
+	for (uint32_t k = 0; k < v->n_rings; k++)
+		if (v->ring[k] != NULL) {
+			evd_loop_remove(loop, v->ring[k]);
+			evd_ring_discard(v->ring[k]);
+			evd_source_destroy(v->ring[k]);
+		}
+	evd_loop_destroy(loop);
+}
+
+/* Replay the trace through the real loop running one policy, in virtual time. */
+static int
+replay(const char *spec, const struct trace *t, double lambda, struct score *s)
+{
+	struct vrun v = { .now = 1000000000ull, .base = 1000000000ull, .t = t, .halt = WARM,
+			  .s = s, .lambda = lambda };
+	struct evd_loop_stats st;
+	struct evd_loop *loop = NULL;
+	int rc;
+
 	memset(s, 0, sizeof(*s));
 	snprintf(s->policy, sizeof(s->policy), "%s", spec);
-	for (size_t i = 0; i < t->n; i++) {
-		s->tl_window_ns += (double)t->gap_ns[i];
-		multi |= t->source[i] != t->source[0];
-	}
+	for (size_t i = 0; i < t->n; i++)
+		s->total_ns += (double)t->gap_ns[i];
 	/* the trace's time in equal windows, the last arrival closing the
 	 * last one (none past it, where nothing can arrive) */
-	s->tl_window_ns = s->tl_window_ns > 0 ? s->tl_window_ns / TL_WINDOWS : 1;
-	for (size_t i = 0; i < t->n; i++) {
-		/* the loop's gap: from where it resumed to the arrival */
-		uint64_t g = t->gap_ns[i] - carry, start = now + carry, tt = 0, rounds = 0, late = 0;
-		uint64_t serve_at;
-		double cpu = 0, t0 = s->total_ns + (double)carry;
-		uint32_t last_batch = batch;
-		bool nap_end = false;
+	s->tl_window_ns = s->total_ns > 0 ? s->total_ns / TL_WINDOWS : 1;
+	v.next_at = t->n > 0 ? v.base + t->gap_ns[0] : 0;
+	rc = vrun_open(&v, spec, &loop);
+	while (rc >= 0 && v.n_served < t->n) {
+		vrun_post(&v, v.now, SIZE_MAX);
+		v.waited = false;
+		rc = evd_loop_step(loop);
+		if (rc == 0 && !v.waited) {
+			/* an empty round that went on polling */
+			uint64_t d = v.next < t->n && v.next_at > v.now
+					     ? RTE_MIN((uint64_t)POLL_ROUND_NS, v.next_at - v.now)
+					     : POLL_ROUND_NS;
 
-		while (tt < g) {
-			struct evd_policy_input in = {
-				.now_ns = start + tt, .idle_ns = tt, .idle_rounds = ++rounds,
-				.last_burst = last_batch, .n_sources = multi ? 2 : 1,
-			};
-			uint64_t arg = 0;
-			enum evd_action a = evd_policy_decide(p, &in, &arg);
-			int m = a == EVD_ACTION_SLEEP || a == EVD_ACTION_NAP ? EVD_MODE_SLEEP
-				: a == EVD_ACTION_PAUSE ? EVD_MODE_PAUSE : EVD_MODE_POLL;
-
-			if (m != mode) {
-				s->switches++;
-				mode = m;
-			}
-			if (a == EVD_ACTION_POLL) {
-				/* the round in which it arrives is the one that
-				 * serves it: spun through, a gap costs g, as it
-				 * does the oracle and the hindsight thresholds
-				 * (charging the whole last round cost the rules
-				 * that spin up to 100 ns a gap that no other
-				 * figure pays: apt-download-2 x100, 0.037 of its
-				 * ratio) */
-				uint64_t d = RTE_MIN((uint64_t)POLL_ROUND_NS, g - tt);
-
-				tl_add(s->tl_cpu, s->tl_window_ns, t0 + (double)tt, (double)d);
-				tt += d;
-				cpu += (double)d;
-			} else if (a == EVD_ACTION_PAUSE) {
-				uint64_t d = arg ? arg : 1000;
-
-				tl_add(s->tl_cpu, s->tl_window_ns, t0 + (double)tt, (double)d);
-				tt += d;
-				cpu += (double)d;
-				if (tt > g) {
-					/* the pause ran past the arrival: the loop
-					 * polls at its end, as after a nap (the time
-					 * past the arrival was charged here; the next
-					 * gap must not be charged it again) */
-					late = tt - g;
-					nap_end = true;
-					tt = g;
-				}
-			} else if (a == EVD_ACTION_NAP) {
-				/* nothing armed: the loop runs again T(d) after d
-				 * (its timer's lateness), whatever arrived meanwhile */
-				uint64_t d = RTE_MIN(arg ? arg : 1000, MAX_SLEEP_NS); /* the loop's bound */
-				uint64_t back = d + (uint64_t)timer_late_ns(d);
-				double c = evd_policy_env_timeout_ns(env, d);
-
-				s->naps++;
-				halt = d;
-				cpu += c;
-				tl_add(s->tl_cpu, s->tl_window_ns, t0 + (double)tt, c);
-				tl_add(s->tl_sleep, s->tl_window_ns, t0 + (double)tt, (double)back);
-				evd_policy_wake(p, start + tt + back, back, EVD_WAKE_TIMEOUT);
-				if (tt + back >= g) {
-					late = tt + back - g;
-					nap_end = true;
-					tt = g;
-				} else {
-					tt += back;
-				}
-			} else {
-				uint64_t bound = arg && arg < MAX_SLEEP_NS ? arg : MAX_SLEEP_NS;
-
-				/* B, its timer's CPU on top (a short one costs
-				 * whether it fires or not), or C where it ends by
-				 * its timeout */
-				double c = g - tt <= bound ? evd_policy_env_bounded_sleep_ns(env, bound)
-							   : evd_policy_env_timeout_ns(env, bound);
-
-				s->sleeps++;
-				cpu += c;
-				tl_add(s->tl_cpu, s->tl_window_ns, t0 + (double)tt, c);
-				if (g - tt <= bound) {
-					late = (uint64_t)wake_after(g - tt, halt);
-					halt = g - tt;
-					/* slept as the loop measures it: to the
-					 * wake, its latency in (the arrival is
-					 * served at the arrival all the same) */
-					evd_policy_wake(p, start + g + late, g - tt + late, EVD_WAKE_NOTIFY);
-					tl_add(s->tl_sleep, s->tl_window_ns, t0 + (double)tt, (double)(g - tt));
-					tt = g;
-				} else {
-					/* a timer wake is late too: the loop runs
-					 * again T(bound) after the timeout */
-					uint64_t back = bound + (uint64_t)timer_late_ns(bound);
-
-					halt = bound;
-					evd_policy_wake(p, start + tt + back, bound, EVD_WAKE_TIMEOUT);
-					tl_add(s->tl_sleep, s->tl_window_ns, t0 + (double)tt,
-					       (double)RTE_MIN(back, g - tt));
-					if (tt + back >= g) {
-						/* it arrived during the wake: served at
-						 * it, with what else came meanwhile, and
-						 * the next gap starts there (as a nap's
-						 * end; not carrying it let the guard's
-						 * timeouts serve later arrivals at no
-						 * latency: bittorrent x100 1.050, not
-						 * 1.016) */
-						late = tt + back - g;
-						nap_end = true;
-						tt = g;
-					} else {
-						tt += back;
-					}
-				}
-			}
+			vrun_cpu(&v, (double)d);
+			v.now += d;
 		}
-		if (mode != EVD_MODE_POLL) {
-			s->switches++;
-			mode = EVD_MODE_POLL;
-		}
-		s->cpu_ns += cpu;
-		s->cost += cpu;
-		/* The round that serves it: at the arrival (a sleep's latency
-		 * is not carried over), or at a nap's end, which serves in the
-		 * same round whatever else arrived before it, each having
-		 * waited from its own arrival; the loop's next gap starts
-		 * there. */
-		serve_at = now + t->gap_ns[i] + (nap_end ? late : 0);
-		for (batch = 1;; batch++) {
-			now += t->gap_ns[i];
-			served(s, lambda, t->gap_ns[i], late);
-			if (multi)
-				evd_policy_source_events(p, serve_at, t->source[i], 1);
-			if (!nap_end || i + 1 == t->n || t->gap_ns[i + 1] > late)
-				break;
-			i++;
-			late -= t->gap_ns[i];
-		}
-		carry = serve_at - now;
-		evd_policy_events(p, serve_at, batch);
 	}
-	evd_policy_destroy(p);
-	return 0;
+	if (loop != NULL && evd_loop_stats_get(loop, &st) == 0) {
+		s->switches = st.mode_switches;
+		s->sleeps = st.sleeps;
+		s->naps = st.naps;
+	}
+	if (loop != NULL)
+		vrun_close(&v, loop);
+	return rc < 0 ? rc : 0;
 }
 
 /* The competitive ratio and CPU %, for the table and the JSON alike (a
@@ -888,7 +943,7 @@ score_mode(const struct opts *o)
 		printf("testevd: latency budget %" PRIu64 " us: added latency up to it costs nothing\n",
 		       o->budget_us);
 	/* virtual time is stepped: a spinning policy takes a decision every
-	 * 100 ns of it (about 10 ns each here), so hours of trace take minutes */
+	 * 100 ns of it (a loop step, about 30 ns here), so hours of trace take minutes */
 	if (span_ns > 600e9)
 		printf("testevd: note: %.0f s of trace; a policy that spins (poll, pmdmgmt) is "
 		       "stepped through it 100 ns at a time, which takes a while\n", span_ns / 1e9);
@@ -908,7 +963,7 @@ score_mode(const struct opts *o)
 	printf("\n  %-34s %9s %9s %8s %10s %10s %10s %9s\n", "policy", "ratio", "vs hind.", "cpu %",
 	       "p50 us", "p99 us", "p99.9 us", "switches");
 	for (size_t i = 0; i < n; i++) {
-		rc = simulate(list[i], t, o->lambda, &s[i]);
+		rc = replay(list[i], t, o->lambda, &s[i]);
 		s[i].oracle_cost = oc;
 		if (rc < 0) {
 			fprintf(stderr, "testevd: policy %s: %s\n", list[i], strerror(-rc));
