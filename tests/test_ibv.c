@@ -15,6 +15,7 @@
 #include <evd_source.h>
 
 #include "emu_ibv.h"
+#include "emu_read_fault.h"
 #include "evd_test.h"
 
 static enum emu_semantics sem = EMU_STRICT;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * --source verbs-emu: a CQ created by the net-ib driver on the emulated HCA
- * (tests/emu), strict IBTA notification by default, --semantics considerate
+ * (emu/), strict IBTA notification by default, --semantics considerate
  * for mlx5's. The producer plays the hardware: it adds completions whose
  * wr_id is the TSC stamp, never more than the CQ holds.
  */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The emulated HCA. See emu_ibv.h. Test-only code. */
+/* The emulated HCA. See emu_ibv.h. No production code links it. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Strong definitions, in the test executable, of the verbs calls that need
+ * Strong definitions, in the executable, of the verbs calls that need
  * a kernel (uverbs commands) on the create/destroy path. On the emulated
  * device they go to the emulator; on any other device they forward to
  * libibverbs. Only control-path calls; the poll, arm and event calls are

@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * An emulated HCA for tests: an in-process verbs provider that stands behind
- * the real libibverbs API. ibv_poll_cq() and ibv_req_notify_cq() reach it
- * through the context's ops, ibv_create_cq_ex() and ibv_modify_cq() through
- * the verbs_context, the ibv_cq_ex poll calls through the CQ's own function
- * pointers. Its completion channels are pipes carrying 8-byte event records
- * and its async fd a pipe of 16-byte records, so the real ibv_get_cq_event(),
+ * An emulated HCA for the tests and testevd's verbs-emu: an in-process
+ * verbs provider that stands behind the real libibverbs API. ibv_poll_cq()
+ * and ibv_req_notify_cq() reach it through the context's ops,
+ * ibv_create_cq_ex() and ibv_modify_cq() through the verbs_context, the
+ * ibv_cq_ex poll calls through the CQ's own function pointers. Its
+ * completion channels are pipes carrying 8-byte event records and its async
+ * fd a pipe of 16-byte records, so the real ibv_get_cq_event(),
  * ibv_ack_cq_events(), ibv_get_async_event() and ibv_ack_async_event() run.
  * The context comes from libibverbs' private _verbs_init_and_alloc_context()
- * where present (else emu_ibv_fallback.c defines those four calls).
+ * where present (else emu_fallback.c defines those four calls).
  *
  * Two notification semantics, per CQ:
  * - EMU_STRICT (IBTA): arming raises an event only for a completion added
@@ -70,9 +71,6 @@ void emu_cq_fail_poll(struct ibv_cq *cq, int times);    /* poll fails */
 void emu_device_fatal(struct ibv_context *ctx);         /* IBV_EVENT_DEVICE_FATAL */
 void emu_port_event(struct ibv_context *ctx, enum ibv_event_type type, uint8_t port);
 void emu_disable_moderation(struct ibv_context *ctx);    /* no ibv_modify_cq */
-/* Make the next `times` read()s of fd fail with err (EINTR, EAGAIN); needs
- * emu_read_fault.c linked into the executable. */
-void emu_read_fault(int fd, int err, int times);
 
 /* Counters of a CQ, for the balance checks. */
 struct emu_cq_counters {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Only built where libibverbs does not export _verbs_init_and_alloc_context:
- * the emulated context then has no private ops, so the test executable
+ * the emulated context then has no private ops, so the executable
  * defines the event calls itself, with libibverbs' semantics (an 8-byte
  * record per completion event, a 16-byte record per async event).
  */

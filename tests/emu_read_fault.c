@@ -8,7 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "emu_ibv.h"
+#include "emu_read_fault.h"
 
 static int fault_fd = -1, fault_err, fault_times;
 
