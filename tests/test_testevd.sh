@@ -126,8 +126,8 @@ check "score, hindsight" 0 "$testevd" --score --compare --calibration "$tmp/calb
 python3 - "$tmp/alt.json" <<'PY' || fail=1
 import json, sys
 a = json.load(open(sys.argv[1]))
-h, hc = a[0]["hindsight_ratio"], a[0]["hindsight_context_ratio"]
-assert all(r["hindsight_ratio"] == h and r["hindsight_context_ratio"] == hc for r in a), a
+h, hc = a[0]["floor"], a[0]["hindsight_context_ratio"]
+assert all(r["floor"] == h and r["hindsight_context_ratio"] == hc for r in a), a
 # a file without C, W and Lc: none (B stands in for C, every wake is L's)
 assert all(r["calibration"] == {"given": True, "b_ns": 5000, "wake_at_ns": [10000, 100000, 1000000, 10000000],
                                 "wake_ns": [16000, 16000, 19000, 25000], "timeout_ns": [0, 0],
@@ -151,7 +151,7 @@ import json, sys
 for f in sys.argv[1:]:
     for r in json.load(open(f)):
         assert "hindsight_cost" in r and "vs_hindsight" in r, (f, r)
-        v, c, h = r["vs_hindsight"], r["competitive_ratio"], r["hindsight_ratio"]
+        v, c, h = r["vs_hindsight"], r["competitive_ratio"], r["floor"]
         assert r["hindsight_cost"] > 0, r
         assert abs(v - r["cost"] / r["hindsight_cost"]) <= 1e-6 * v + 5e-7, r
         assert abs(v - c / h) <= v * (5e-5 / c + 5e-5 / h) + 1e-6 * v, (v, c / h, r)
@@ -204,7 +204,7 @@ for rate in [31250, 62500, 125000]:
     a = json.load(open(f"{sys.argv[1]}/floor-{rate}.json"))
     m = 1e9 / rate
     floor = min(m, c) / (m * (1 - math.exp(-c / m)))
-    h = a[0]["hindsight_ratio"]
+    h = a[0]["floor"]
     # 20,000 gaps: the sample's own floor is within 1.5 % of the formula's
     assert abs(h - floor) < 0.015 * floor, f"{rate}/s: best threshold in hindsight {h}, theory {floor:.3f}"
     for r in a:
@@ -299,7 +299,7 @@ assert ad["competitive_ratio"] < 1.05 and ad["cpu_pct"] > 2.0, \
 # 50 us gap wakes cold); the rule per context found by search spins after
 # a 2 ms gap and sleeps after a 50 us one, the oracle's own (1.000), and is
 # never above the one threshold's
-assert abs(ad["hindsight_ratio"] - 1.2) < 0.01, ad["hindsight_ratio"]
+assert abs(ad["floor"] - 1.2) < 0.01, ad["floor"]
 assert ad["hindsight_context_ratio"] < 1.001, ad["hindsight_context_ratio"]
 c = w["calibration"]
 assert c["timeout_ns"] == [18000, 10000] and c["window_ns"] == 100000 and c["cold_wake_ns"] == 70000, c
@@ -326,10 +326,10 @@ check "score, a host window, hindsight per context" 0 "$testevd" --score --polic
 python3 - "$tmp/win3.json" <<'PY' || fail=1
 import json, sys
 r = json.load(open(sys.argv[1]))[0]
-assert 0.999 <= r["hindsight_context_ratio"] <= r["hindsight_ratio"] + 1e-9, \
-    (r["hindsight_context_ratio"], r["hindsight_ratio"])
+assert 0.999 <= r["hindsight_context_ratio"] <= r["floor"] + 1e-9, \
+    (r["hindsight_context_ratio"], r["floor"])
 print(f"ok: hindsight per context with a window {r['hindsight_context_ratio']} "
-      f"(one threshold {r['hindsight_ratio']})")
+      f"(one threshold {r['floor']})")
 PY
 # The oracle's kinks: with a window a sleep past W wakes in max(L, Lc), and
 # with a budget latency under it is free, so a sleep's cost in its length s

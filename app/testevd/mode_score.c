@@ -858,7 +858,7 @@ score_json(FILE *f, const struct score *s, const char *trace, const struct hinds
 	report_json_str(f, trace);
 	fprintf(f, ", \"events\": %" PRIu64
 		", \"competitive_ratio\": %.4f, \"cost\": %.0f, \"oracle_cost\": %.0f, "
-		"\"hindsight_ratio\": %.4f, \"hindsight_context_ratio\": %.4f, "
+		"\"floor\": %.4f, \"hindsight_context_ratio\": %.4f, "
 		"\"hindsight_cost\": %.0f, \"vs_hindsight\": %.6f, "
 		"\"cpu_pct\": %.3f, \"latency_us\": {\"p50\": %.3f, \"p99\": %.3f, \"p999\": %.3f}, "
 		"\"mode_switches\": %" PRIu64 ", \"sleeps\": %" PRIu64 ", \"naps\": %" PRIu64
