@@ -584,21 +584,24 @@ test_calibration(void)
 	}
 	CHECK(env->sleep_wake_ns <= EVD_ENV_B_MAX_NS);
 	CHECK(evd_policy_env_get() == env);
-	/* a timeout's CPU and lateness, at 100 us and 1 ms (this kernel has
-	 * epoll_pwait2; a timer wake costs more CPU than none) */
+	/* a timeout's CPU at 100 us and 1 ms, its lateness at L's points (this
+	 * kernel has epoll_pwait2; a timer wake costs more CPU than none) */
 	CHECK_EQ(env->timeout_at_ns[0], 100000);
 	CHECK_EQ(env->timeout_at_ns[1], 1000000);
 	for (int k = 0; k < EVD_ENV_TIMEOUT_POINTS; k++)
-		CHECK(env->timeout_ns[k] > 0 && env->timeout_late_ns[k] > 0);
+		CHECK(env->timeout_ns[k] > 0);
+	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++)
+		CHECK(env->timeout_late_ns[k] > 0);
 	CHECK(evd_policy_env_timeout_ns(env, 300000) >= RTE_MIN(env->timeout_ns[0], env->timeout_ns[1]));
 	CHECK(evd_policy_env_timeout_ns(env, 300000) <= RTE_MAX(env->timeout_ns[0], env->timeout_ns[1]));
 	/* the window, found or not, at 100 us with its cold wake */
 	CHECK(env->cold_wake_ns > 0);
 	CHECK(env->window_ns == 0 || env->window_ns == 100000);
-	printf("  C %" PRIu64 " %" PRIu64 " ns, T %" PRIu64 " %" PRIu64 " ns; window %" PRIu64
-	       " ns, a short sleep after a long one wakes in %" PRIu64 " ns\n", env->timeout_ns[0],
-	       env->timeout_ns[1], env->timeout_late_ns[0], env->timeout_late_ns[1], env->window_ns,
-	       env->cold_wake_ns);
+	printf("  C %" PRIu64 " %" PRIu64 " ns, T %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64
+	       " ns; window %" PRIu64 " ns, a short sleep after a long one wakes in %" PRIu64 " ns\n",
+	       env->timeout_ns[0], env->timeout_ns[1], env->timeout_late_ns[0],
+	       env->timeout_late_ns[1], env->timeout_late_ns[2], env->timeout_late_ns[3],
+	       env->window_ns, env->cold_wake_ns);
 	/* given ones: C at one point only, points out of order, a window
 	 * without its cold wake, are refused before anything is set */
 	{
@@ -635,6 +638,59 @@ test_calibration(void)
 		CHECK_EQ(evd_policy_env_wake_after_ns(env, 2000000, 2000000),
 			 l2 > (double)env->cold_wake_ns ? l2 : (double)env->cold_wake_ns);
 	}
+}
+
+/* T, how late a timed wait ends: given at every point of L or at none
+ * (then L stands in), with or without C's points, and interpolated on log g
+ * across L's four points, flat outside them. */
+static void
+test_env_timer_late(void)
+{
+	const struct evd_policy_env *env = evd_policy_env_get();
+	struct evd_policy_env e = *env;
+	static const struct {
+		uint64_t g;
+		double t;
+	} want[] = {
+		{ 1000, 50000 },     /* flat below 10 us */
+		{ 10000, 50000 },    /* the points */
+		{ 100000, 40000 },
+		{ 1000000, 60000 },
+		{ 10000000, 80000 },
+		{ 31623, 45000 },    /* halfway on log g: sqrt(10 us x 100 us) */
+		{ 316228, 50000 },   /* between 100 us and 1 ms */
+		{ 3162278, 70000 },  /* between 1 ms and 10 ms */
+		{ 1000000000, 80000 }, /* flat past 10 ms */
+	};
+
+	e.timeout_late_ns[2] = e.timeout_late_ns[3] = 0; /* T up to 100 us only */
+	CHECK_LOGGED(evd_policy_env_set(&e), -EINVAL, "EVD: ", "T (timeout_late_ns) at some points");
+	e = *env;
+	e.timeout_late_ns[0] = 0;
+	CHECK_LOGGED(evd_policy_env_set(&e), -EINVAL, "EVD: ", "T (timeout_late_ns) at some points");
+	e = *env;
+	e.timeout_late_ns[3] = EVD_ENV_GIVEN_MAX_NS + 1;
+	CHECK_LOGGED(evd_policy_env_set(&e), -EINVAL, "EVD: ", "T (timeout_late_ns) over");
+	/* T without C is a good environment: refused only for coming too late */
+	e = *env;
+	memset(e.timeout_at_ns, 0, sizeof(e.timeout_at_ns));
+	memset(e.timeout_ns, 0, sizeof(e.timeout_ns));
+	CHECK_EQ(evd_policy_env_set(&e), -EALREADY);
+
+	e = (struct evd_policy_env){ .sleep_wake_ns = 5000,
+				     .wake_at_ns = { 10000, 100000, 1000000, 10000000 },
+				     .wake_ns = { 16000, 16000, 19000, 25000 },
+				     .timeout_late_ns = { 50000, 40000, 60000, 80000 } };
+	for (size_t i = 0; i < RTE_DIM(want); i++) {
+		double t = evd_policy_env_timeout_late_ns(&e, want[i].g);
+
+		printf("  T(%" PRIu64 " ns) %.1f ns\n", want[i].g, t);
+		CHECK(t > want[i].t - 1 && t < want[i].t + 1);
+	}
+	memset(e.timeout_late_ns, 0, sizeof(e.timeout_late_ns)); /* none: L's */
+	for (size_t i = 0; i < RTE_DIM(want); i++)
+		CHECK_EQ(evd_policy_env_timeout_late_ns(&e, want[i].g),
+			 evd_policy_env_wake_ns(&e, want[i].g));
 }
 
 /* ---- a user policy: sleep every other empty round ---- */
@@ -2071,7 +2127,7 @@ main(int argc, char **argv)
 			.wake_ns = { 10773, 10773, 86585, 101382 },
 			.timeout_at_ns = { 100000, 1000000 },
 			.timeout_ns = { 17844, 10440 },
-			.timeout_late_ns = { 58721, 86585 },
+			.timeout_late_ns = { 58721, 58721, 86585, 86585 },
 			.window_ns = 100000,
 			.cold_wake_ns = 72569,
 		};
@@ -2133,6 +2189,7 @@ main(int argc, char **argv)
 	TEST(test_adaptive_nap_lateness);
 	TEST(test_loop_nap);
 	TEST(test_calibration);
+	TEST(test_env_timer_late);
 	TEST(test_user_policy);
 	TEST(test_adaptive_shared_tables);
 	TEST(test_adaptive_state_bytes);

@@ -79,6 +79,8 @@ assert all(r["calibration"] == c for r in a), [r["calibration"] for r in a]
 assert 1000 <= c["b_ns"] <= 200000, c
 assert c["wake_at_ns"] == [10000, 100000, 1000000, 10000000], c
 assert all(x <= y for x, y in zip(c["wake_ns"], c["wake_ns"][1:])), c
+# and T, how late a timed wait ends, at L's points (this kernel has epoll_pwait2)
+assert c["timer_late_from"] == "measured" and min(c["timer_late_ns"]) > 0, c
 print(f"ok: --compare JSON is an array of three balanced reports (B {c['b_ns']} ns measured)")
 PY
 check "idle pattern sleeps" 0 "$testevd" --duration 1 --pattern idle --json "$tmp/idle.json"
@@ -261,9 +263,26 @@ import json, sys
 l, t = (json.load(open(f))[0] for f in sys.argv[1:])
 assert t["calibration"]["timer_late_from"] == "given", t["calibration"]
 assert t["calibration"]["timer_late_ns"] == [50000, 50000, 60000, 80000], t["calibration"]
+# a file without T: L stands in, and the report says so
+assert l["calibration"]["timer_late_from"] == "L", l["calibration"]
+assert l["calibration"]["timer_late_ns"] == l["calibration"]["wake_ns"], l["calibration"]
 assert l["latency_us"]["p99"] < 20, f"naps priced with L: p99 {l['latency_us']}"
 assert t["latency_us"]["p99"] >= 35, f"naps that end 50 us late: p99 {t['latency_us']}"
 print(f"ok: naps on L: p99 {l['latency_us']['p99']} us; on T: {t['latency_us']['p99']} us")
+PY
+# --save-calibration writes what the library measured, T on its second
+# line; --calibration gives it back whole, and the report says T is given
+check "save-calibration" 0 "$testevd" --no-progress --save-calibration "$tmp/saved.txt"
+check "score on a saved calibration" 0 "$testevd" --score --policy napi --calibration "$tmp/saved.txt" \
+	--trace "$tmp/g100.txt" --json "$tmp/saved.json"
+python3 - "$tmp/saved.txt" "$tmp/saved.json" <<'PY' || fail=1
+import json, sys
+rows = [list(map(int, l.split())) for l in open(sys.argv[1]) if l.strip() and not l.startswith("#")]
+c = json.load(open(sys.argv[2]))[0]["calibration"]
+assert len(rows) == 3 and len(rows[1]) == 4 and min(rows[1]) > 0, rows
+assert c["given"] and c["b_ns"] == rows[0][0] and c["wake_ns"] == rows[0][1:], (rows, c)
+assert c["timer_late_from"] == "given" and c["timer_late_ns"] == rows[1], (rows, c)
+print(f"ok: T round-trips through --save-calibration: {rows[1]} ns")
 PY
 # The host's halt window (the calibration's third line: C 18 and 10 us, Lc
 # 70 us, W 100 us): gaps of 2 ms and 50 us in turn. intr sleeps through

@@ -99,10 +99,11 @@ cal four '5000 20000 20000 20000 20000\n1 1 1 1\n0 0 0 0\n1 1 1 1\n'
 cal onec '5000 20000 20000 20000 20000\n1 1 1 1\n17000 0 0 0\n'
 cal wnolc '5000 20000 20000 20000 20000\n1 1 1 1\n0 0 0 100000\n'
 cal tbig '5000 20000 20000 20000 20000\n1 1 1 1000000001\n'
+cal tsome '5000 20000 20000 20000 20000\n50000 50000 0 0\n'
 cal nul '5000 20000 20000 20000 20000\0junk\n'
 cal zero '0 20000 20000 20000 20000\n'
 cal lfalls '5000 20000 20000 19999 20000\n'
-for c in neg hex big two four onec wnolc tbig nul zero lfalls; do
+for c in neg hex big two four onec wnolc tbig tsome nul zero lfalls; do
 	timeout 60 "$testevd" --no-progress --score --calibration "$tmp/$c.cal" --trace poisson --events 10 \
 		>"$tmp/out" 2>"$tmp/err"
 	rc=$?

@@ -11,19 +11,18 @@
 
 #include "calibration.h"
 #include "testevd.h"
-#include "timer_late.h"
 
 /* --calibration FILE: a line "B L(10us) L(100us) L(1ms) L(10ms)" in ns, and
  * optionally a second "T(10us) T(100us) T(1ms) T(10ms)" (how late a timed
- * wait ends: --score's naps and timeouts; without it L stands in), and
+ * wait ends: naps and timeouts; without it, or all 0, L stands in), and
  * after it optionally a third "C(100us) C(1ms) Lc W" (a timeout's CPU, 0 0
  * for B; the host's halt window W, a sleep past it or within it after a
  * longer one waking in at least Lc, 0 0 for none: evd_policy_env), with
  * '#' comments and blank lines, as --save-calibration writes them. Anything else is refused, with
  * the line: a fourth line of numbers, a sign, a value out of range (B 1 ns
  * to 10 ms, the others up to 1 s: the most a machine's sleep or wake can
- * plausibly cost; beyond, the model's figures overflow), a C at one point
- * only, a W without its Lc. */
+ * plausibly cost; beyond, the model's figures overflow), a T at some points
+ * only, a C at one point only, a W without its Lc. */
 #define CAL_B_MAX_NS 10000000ull
 #define CAL_L_MAX_NS 1000000000ull
 #define CAL_FORMAT "a line of 5 numbers in ns, B L(10us) L(100us) L(1ms) L(10ms), then " \
@@ -88,6 +87,10 @@ calibration_load(const char *path)
 			       : calibration_numbers(p, 4, false, got == 1 ? tv : xv);
 		if (why == NULL && got == 0 && (v[2] < v[1] || v[3] < v[2] || v[4] < v[3]))
 			why = "L falling as the time asleep grows (a longer sleep never wakes faster)";
+		if (why == NULL && got == 1 &&
+		    ((tv[1] == 0) != (tv[0] == 0) || (tv[2] == 0) != (tv[0] == 0) ||
+		     (tv[3] == 0) != (tv[0] == 0)))
+			why = "T at some points only (all 4, or 0 0 0 0 for L's)";
 		if (why == NULL && got == 2 && ((xv[0] == 0) != (xv[1] == 0) || (xv[3] != 0 && xv[2] == 0)))
 			why = "C(100us) and C(1ms) both 0 or neither, and W only with its Lc";
 		got += why == NULL;
@@ -113,17 +116,13 @@ calibration_load(const char *path)
 	e.sleep_wake_ns = v[0];
 	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++)
 		e.wake_ns[k] = v[k + 1];
-	if (got == 3) {
-		/* C (0 0: B stands in), and T at its points: the second line's,
-		 * so that adaptive prices a timeout's end as --score charges it */
+	for (int k = 0; got >= 2 && k < EVD_ENV_WAKE_POINTS; k++)
+		e.timeout_late_ns[k] = tv[k];
+	if (got == 3) { /* C (0 0: B stands in) */
 		e.timeout_at_ns[0] = 100000;
 		e.timeout_at_ns[1] = 1000000;
 		e.timeout_ns[0] = xv[0];
 		e.timeout_ns[1] = xv[1];
-		e.timeout_late_ns[0] = tv[1];
-		e.timeout_late_ns[1] = tv[2];
-		if (tv[1] == 0 || tv[2] == 0)
-			e.timeout_late_ns[0] = e.timeout_late_ns[1] = 0;
 		e.cold_wake_ns = xv[2];
 		e.window_ns = xv[3];
 	}
@@ -132,15 +131,6 @@ calibration_load(const char *path)
 		fprintf(stderr, "testevd: --calibration %s: %s\n", path, strerror(-rc));
 		return EXIT_RUNTIME;
 	}
-	if (got >= 2) {
-		uint64_t t[EVD_ENV_WAKE_POINTS];
-
-		for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++)
-			t[k] = tv[k];
-		timer_late_set(t);
-	} else {
-		timer_late_from_l(&e);
-	}
 	return 0;
 }
 
@@ -148,15 +138,11 @@ int
 calibration_save(const char *path)
 {
 	const struct evd_policy_env *e;
-	uint64_t t[EVD_ENV_WAKE_POINTS];
 	FILE *f;
 
 	if (evd_policy_env_calibrate() < 0)
 		return EXIT_RUNTIME;
 	e = evd_policy_env_get();
-	if (timer_late_measure() < 0)
-		return EXIT_RUNTIME;
-	timer_late_get(t);
 	f = fopen(path, "w");
 	if (f == NULL) {
 		fprintf(stderr, "testevd: --save-calibration %s: %s\n", path, strerror(errno));
@@ -164,12 +150,14 @@ calibration_save(const char *path)
 	}
 	fprintf(f, "# evd calibration (ns): B, then the wake latency L after 10 us, 100 us, 1 ms, 10 ms\n"
 		"%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n"
-		"# how late a timed wait ends, T, after 10 us, 100 us, 1 ms, 10 ms (naps, timeouts)\n"
+		"# how late a timed wait ends, T, after 10 us, 100 us, 1 ms, 10 ms (naps, timeouts;\n"
+		"# 0 0 0 0: L stands in)\n"
 		"%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n"
 		"# a timeout's CPU C after 100 us, 1 ms (0 0: B stands in); a sleep past the host's\n"
 		"# halt window W, or within it after a longer one, wakes in at least Lc (W 0: no window)\n"
 		"%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", e->sleep_wake_ns,
-		e->wake_ns[0], e->wake_ns[1], e->wake_ns[2], e->wake_ns[3], t[0], t[1], t[2], t[3],
+		e->wake_ns[0], e->wake_ns[1], e->wake_ns[2], e->wake_ns[3], e->timeout_late_ns[0],
+		e->timeout_late_ns[1], e->timeout_late_ns[2], e->timeout_late_ns[3],
 		e->timeout_ns[0], e->timeout_ns[1], e->cold_wake_ns, e->window_ns);
 	if (fclose(f) != 0) {
 		fprintf(stderr, "testevd: --save-calibration %s: %s\n", path, strerror(errno));

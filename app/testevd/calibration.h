@@ -4,9 +4,9 @@
 #ifndef TESTEVD_CALIBRATION_H
 #define TESTEVD_CALIBRATION_H
 
-/* Give the library the file's cost model, and T to --score; 0 or an exit status. */
+/* Give the library the file's cost model; 0 or an exit status. */
 int calibration_load(const char *path);
-/* Measure T and write it with the library's cost model; 0 or an exit status. */
+/* Measure the library's cost model and write it; 0 or an exit status. */
 int calibration_save(const char *path);
 
 #endif

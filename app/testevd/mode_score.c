@@ -10,8 +10,8 @@
  *   L(g)  the wake latency after sleeping g (eventfd to epoll_wait, measured
  *         for g = 10 us, 100 us, 1 ms, 10 ms, interpolated on log g);
  *   T(g)  how late a timed wait of g ends (a nap's or a timeout's own
- *         timer; measured by testevd at the same points, timer_late.c, or
- *         given on the calibration's second line; L where a file has none):
+ *         timer; measured by the library at the same points, or given on
+ *         the calibration's second line; L where it has none):
  *         on a VM well over L for short waits (45 against 11 us here);
  *   p     the time of one empty poll round (100 ns); the round in which
  *         the arrival comes serves it, so spinning through a gap costs g.
@@ -67,7 +67,6 @@
 #include "report.h"
 #include "testevd.h"
 #include "timeline.h"
-#include "timer_late.h"
 #include "trace.h"
 
 #define POLL_ROUND_NS 100
@@ -88,10 +87,13 @@ calibrate(void)
 {
 	env = evd_policy_env_get();
 	b_ns = (double)env->sleep_wake_ns;
-	/* T: given with the calibration, else measured here (a file without
-	 * it has had L put in its place when loaded) */
-	if (timer_late_get(NULL) == TIMER_LATE_NONE && timer_late_measure() < 0)
-		timer_late_from_l(env);
+}
+
+/* T(g), the library's: L's where it has none. */
+static double
+timer_late_ns(uint64_t g)
+{
+	return evd_policy_env_timeout_late_ns(env, g);
 }
 
 /* The priced part of an added latency: what exceeds the budget. */
@@ -183,7 +185,7 @@ oracle_halts(void)
 	for (double d = 1000; d < (double)max_sleep_ns && n < HALT_CELLS; d *= 1.0905077) /* 2^(1/8) */
 		e[n++] = (uint64_t)d;
 	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++)
-		e[n++] = env->wake_at_ns[k]; /* T's points (timer_late.c: L's) */
+		e[n++] = env->wake_at_ns[k]; /* T's points (L's) */
 	for (int k = 0; k < EVD_ENV_TIMEOUT_POINTS; k++)
 		e[n++] = env->timeout_at_ns[k];
 	if (env->window_ns != 0)
@@ -904,8 +906,7 @@ score_mode(const struct opts *o)
 	struct hindsight h = { 0 };
 	char buf[HS_GAPS][32];
 	double span_ns = 0, oc;
-	uint64_t tl[4];
-	enum timer_late_from from;
+	double tl[EVD_ENV_WAKE_POINTS];
 	int rc, hrc;
 
 	if (o->compare) {
@@ -932,12 +933,13 @@ score_mode(const struct opts *o)
 	oracle_halts();
 	for (size_t i = 0; i < t->n; i++)
 		span_ns += (double)t->gap_ns[i];
-	from = timer_late_get(tl);
+	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++)
+		tl[k] = timer_late_ns(env->wake_at_ns[k]);
 	printf("testevd: scoring on %s (%zu arrivals over %.3g s); B %.1f us, L(10us..10ms) %.1f %.1f "
 	       "%.1f %.1f us, T %.1f %.1f %.1f %.1f us%s, lambda %g%s\n", t->name, t->n,
 	       span_ns / 1e9, b_ns / 1e3, env->wake_ns[0] / 1e3, env->wake_ns[1] / 1e3,
 	       env->wake_ns[2] / 1e3, env->wake_ns[3] / 1e3, tl[0] / 1e3, tl[1] / 1e3, tl[2] / 1e3,
-	       tl[3] / 1e3, from == TIMER_LATE_FROM_L ? " (L's: none in the calibration)" : "",
+	       tl[3] / 1e3, env->timeout_late_ns[0] == 0 ? " (L's: none in the calibration)" : "",
 	       o->lambda, o->budget_us != 0 ? " beyond the latency budget" : "");
 	if (o->budget_us != 0)
 		printf("testevd: latency budget %" PRIu64 " us: added latency up to it costs nothing\n",

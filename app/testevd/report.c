@@ -8,7 +8,6 @@
 
 #include "hist.h"
 #include "report.h"
-#include "timer_late.h"
 
 void
 result_merge(struct result *acc, const struct result *one)
@@ -144,8 +143,6 @@ report_json_calibration(FILE *f)
 {
 	bool given = false;
 	const struct evd_policy_env *e = evd_policy_env_peek(&given);
-	enum timer_late_from from;
-	uint64_t t[4];
 
 	if (e == NULL) {
 		fputs("\"calibration\": null", f);
@@ -161,15 +158,13 @@ report_json_calibration(FILE *f)
 	fprintf(f, "], \"timeout_ns\": [%" PRIu64 ", %" PRIu64 "], \"window_ns\": %" PRIu64
 		", \"cold_wake_ns\": %" PRIu64, e->timeout_ns[0], e->timeout_ns[1], e->window_ns,
 		e->cold_wake_ns);
-	from = timer_late_get(t);
-	if (from != TIMER_LATE_NONE) { /* --score's: how late naps and timeouts end */
-		fprintf(f, ", \"timer_late_from\": \"%s\", \"timer_late_ns\": [",
-			from == TIMER_LATE_GIVEN ? "given" : from == TIMER_LATE_MEASURED ? "measured" : "L");
-		for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++)
-			fprintf(f, "%s%" PRIu64, k ? ", " : "", t[k]);
-		fputc(']', f);
-	}
-	fputc('}', f);
+	/* how late naps and timeouts end, as policies and --score price them */
+	fprintf(f, ", \"timer_late_from\": \"%s\", \"timer_late_ns\": [",
+		e->timeout_late_ns[0] == 0 ? "L" : given ? "given" : "measured");
+	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++)
+		fprintf(f, "%s%.0f", k ? ", " : "",
+			evd_policy_env_timeout_late_ns(e, e->wake_at_ns[k]));
+	fputs("]}", f);
 }
 
 void

@@ -53,10 +53,13 @@ const struct evd_policy_env evd__env_defaults = {
 #define CAL_COLD_LONG_NS 2000000ull
 static const int cal_wakes[CAL_PHASES] = { 14, 14, 12, 8, 18 };
 #define CAL_WARM 3
-/* timed waits with nothing to wake them, per point of timeout_at_ns, the
- * first CAL_WARM not counted */
-static const uint64_t cal_to_at[EVD_ENV_TIMEOUT_POINTS] = { 100000, 1000000 };
-static const int cal_to_waits[EVD_ENV_TIMEOUT_POINTS] = { 14, 8 };
+/* Timed waits with nothing to wake them, per point of L, the first
+ * cal_to_warm[k] not counted: few at 10 ms, where each takes 10 ms and
+ * follows waits long enough to have cooled the host already. Their CPU C
+ * counts at the points of timeout_at_ns (cal_to_c[k], -1: none). */
+static const int cal_to_waits[EVD_ENV_WAKE_POINTS] = { 14, 14, 8, 4 };
+static const int cal_to_warm[EVD_ENV_WAKE_POINTS] = { 3, 3, 3, 1 };
+static const int cal_to_c[EVD_ENV_WAKE_POINTS] = { -1, 0, 1, -1 };
 
 /* The producer's wait before the i-th wake of phase k. */
 static uint64_t
@@ -309,10 +312,13 @@ evd__cal_window(const uint64_t *lat, int n, uint64_t *wake_ns, uint64_t cold_ns)
 	return cal_at[1];
 }
 
-/* C(g): the thread's CPU for a timed wait that ends by its timeout, the
- * way the loop waits (epoll_pwait2 with nothing ready; the loop's 1 us
- * timer slack), the median of each point's counted waits. Left 0 (B
- * stands in) where epoll_pwait2 is missing or too few waits blocked. */
+/* C(g) and T(g): the thread's CPU for a timed wait that ends by its
+ * timeout, and how late it ends, measured the way the loop waits
+ * (epoll_pwait2 with nothing ready; the loop's 1 us timer slack): C the
+ * median of the counted waits that blocked, T the trimmed mean of all the
+ * counted ones, since a wait preempted past its timeout is late all the
+ * same. Each left 0 (B, L stand in) where epoll_pwait2 is missing or too
+ * few waits counted at one of its points. */
 static void
 cal_timeouts(int epfd, uint64_t ovh)
 {
@@ -320,12 +326,11 @@ cal_timeouts(int epfd, uint64_t ovh)
 
 	if (slack > CAL_SLACK_NS)
 		(void)prctl(PR_SET_TIMERSLACK, CAL_SLACK_NS, 0, 0, 0);
-	for (int k = 0; k < EVD_ENV_TIMEOUT_POINTS; k++) {
-		struct timespec ts = { .tv_sec = 0, .tv_nsec = (long)cal_to_at[k] };
-		uint64_t cpu[CAL_MAX_WAKES], late[CAL_MAX_WAKES];
-		int n = 0;
+	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++) {
+		uint64_t at = cal_at[k], cpu[CAL_MAX_WAKES], late[CAL_MAX_WAKES];
+		struct timespec ts = { .tv_sec = 0, .tv_nsec = (long)at };
+		int n = 0, nc = 0, c = cal_to_c[k];
 
-		env.timeout_at_ns[k] = cal_to_at[k];
 		for (int i = 0; i < cal_to_waits[k]; i++) {
 			struct epoll_event out;
 			uint64_t t0 = thread_cpu_ns(), t1, sw0 = voluntary_switches();
@@ -335,25 +340,31 @@ cal_timeouts(int epfd, uint64_t ovh)
 				break; /* ENOSYS before Linux 5.11, or something ready */
 			w1 = evd__monotonic_ns(NULL);
 			t1 = thread_cpu_ns();
-			if (i >= CAL_WARM && voluntary_switches() > sw0 && t0 != 0 &&
-			    t1 > t0 + ovh && w1 >= w0 + cal_to_at[k]) {
-				late[n] = w1 - w0 - cal_to_at[k];
-				cpu[n++] = t1 - t0 - ovh;
-			}
+			if (i < cal_to_warm[k] || w1 < w0 + at)
+				continue;
+			late[n++] = w1 - w0 - at;
+			if (voluntary_switches() > sw0 && t0 != 0 && t1 > t0 + ovh)
+				cpu[nc++] = t1 - t0 - ovh;
 		}
-		if (n < 3)
-			break;
-		qsort(cpu, n, sizeof(cpu[0]), cmp_u64);
-		qsort(late, n, sizeof(late[0]), cmp_u64);
-		env.timeout_ns[k] = cpu[n / 2];
-		env.timeout_late_ns[k] = RTE_MAX(trimmed_mean(late, n), 1ull);
+		if (n >= 3) {
+			qsort(late, n, sizeof(late[0]), cmp_u64);
+			env.timeout_late_ns[k] = RTE_MAX(trimmed_mean(late, n), 1ull);
+		}
+		if (c >= 0 && nc >= 3) {
+			qsort(cpu, nc, sizeof(cpu[0]), cmp_u64);
+			env.timeout_at_ns[c] = at;
+			env.timeout_ns[c] = cpu[nc / 2];
+		}
 	}
-	/* both points or none (evd_policy_env_set's rule): B and L stand in */
-	if (env.timeout_ns[EVD_ENV_TIMEOUT_POINTS - 1] == 0) {
+	/* each at all its points or at none (evd_policy_env_set's rule): B
+	 * and L stand in */
+	if (env.timeout_ns[0] == 0 || env.timeout_ns[1] == 0) {
 		memset(env.timeout_at_ns, 0, sizeof(env.timeout_at_ns));
 		memset(env.timeout_ns, 0, sizeof(env.timeout_ns));
-		memset(env.timeout_late_ns, 0, sizeof(env.timeout_late_ns));
 	}
+	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++)
+		if (env.timeout_late_ns[k] == 0)
+			memset(env.timeout_late_ns, 0, sizeof(env.timeout_late_ns));
 	if (slack > CAL_SLACK_NS)
 		(void)prctl(PR_SET_TIMERSLACK, (unsigned long)slack, 0, 0, 0);
 }
@@ -445,11 +456,16 @@ static void
 log_env_extra(const char *how)
 {
 	if (env.timeout_ns[0] != 0)
-		EVD_LOG(INFO, "%s timeout CPU C(100us, 1ms): %" PRIu64 " %" PRIu64 " ns; lateness "
-			"T: %" PRIu64 " %" PRIu64 " ns", how, env.timeout_ns[0], env.timeout_ns[1],
-			env.timeout_late_ns[0], env.timeout_late_ns[1]);
+		EVD_LOG(INFO, "%s timeout CPU C(100us, 1ms): %" PRIu64 " %" PRIu64 " ns", how,
+			env.timeout_ns[0], env.timeout_ns[1]);
 	else
 		EVD_LOG(INFO, "%s timeout CPU: none, B stands in", how);
+	if (env.timeout_late_ns[0] != 0)
+		EVD_LOG(INFO, "%s timer lateness T(10us, 100us, 1ms, 10ms): %" PRIu64 " %" PRIu64
+			" %" PRIu64 " %" PRIu64 " ns", how, env.timeout_late_ns[0],
+			env.timeout_late_ns[1], env.timeout_late_ns[2], env.timeout_late_ns[3]);
+	else
+		EVD_LOG(INFO, "%s timer lateness: none, L stands in", how);
 	if (env.window_ns != 0)
 		EVD_LOG(INFO, "%s host halt window: a sleep of up to %" PRIu64 " ns after a longer "
 			"one wakes in %" PRIu64 " ns, not L", how, env.window_ns, env.cold_wake_ns);
@@ -502,8 +518,8 @@ evd_policy_env_wake_ns(const struct evd_policy_env *e, uint64_t g)
 	return evd__wake_interp(e, NULL, g);
 }
 
-/* A figure measured at the two timeout points, interpolated on log g
- * (flat outside them). */
+/* C, measured at the two timeout points, interpolated on log g (flat
+ * outside them). */
 static double
 timeout_interp(const struct evd_policy_env *e, const uint64_t *v, uint64_t g)
 {
@@ -548,7 +564,7 @@ evd_policy_env_timeout_late_ns(const struct evd_policy_env *e, uint64_t g)
 {
 	if (!evd__timeout_late_known(e))
 		return evd__wake_interp(e, NULL, g);
-	return timeout_interp(e, e->timeout_late_ns, g);
+	return evd__points_interp(e, e->timeout_late_ns, NULL, g);
 }
 
 double
@@ -637,8 +653,8 @@ evd_policy_env_set(const struct evd_policy_env *e)
 		else if (k > 0 && e->wake_ns[k] < e->wake_ns[k - 1])
 			why = "L (wake_ns) falling as the time asleep grows (a longer sleep never "
 			      "wakes faster)";
-	/* the timeout's points both or neither, increasing; C and T each at
-	 * both points or at none (0: B, L stand in), none without points */
+	/* the timeout's points both or neither, increasing; C at both or at
+	 * none (0: B stands in), none without points */
 	if (why == NULL &&
 	    ((e->timeout_at_ns[0] == 0) != (e->timeout_at_ns[1] == 0) ||
 	     (e->timeout_at_ns[0] != 0 &&
@@ -646,16 +662,20 @@ evd_policy_env_set(const struct evd_policy_env *e)
 		why = "timeout_at_ns with one point set, or not increasing";
 	if (why == NULL &&
 	    ((e->timeout_ns[0] == 0) != (e->timeout_ns[1] == 0) ||
-	     (e->timeout_late_ns[0] == 0) != (e->timeout_late_ns[1] == 0) ||
-	     (e->timeout_at_ns[0] == 0 && (e->timeout_ns[0] != 0 || e->timeout_late_ns[0] != 0))))
-		why = "C (timeout_ns) or T (timeout_late_ns) at one point only, or without "
-		      "timeout_at_ns";
+	     (e->timeout_at_ns[0] == 0 && e->timeout_ns[0] != 0)))
+		why = "C (timeout_ns) at one point only, or without timeout_at_ns";
+	/* T at every point of L or at none (0: L stands in), as a calibration
+	 * makes it, so that no point falls back to L between measured ones */
+	for (int k = 1; why == NULL && k < EVD_ENV_WAKE_POINTS; k++)
+		if ((e->timeout_late_ns[k] == 0) != (e->timeout_late_ns[0] == 0))
+			why = "T (timeout_late_ns) at some points of wake_at_ns only";
+	for (int k = 0; why == NULL && k < EVD_ENV_WAKE_POINTS; k++)
+		if (e->timeout_late_ns[k] > EVD_ENV_GIVEN_MAX_NS)
+			why = "a T (timeout_late_ns) over EVD_ENV_GIVEN_MAX_NS";
 	if (why == NULL &&
 	    (e->timeout_ns[0] > EVD_ENV_GIVEN_MAX_NS || e->timeout_ns[1] > EVD_ENV_GIVEN_MAX_NS ||
-	     e->timeout_late_ns[0] > EVD_ENV_GIVEN_MAX_NS ||
-	     e->timeout_late_ns[1] > EVD_ENV_GIVEN_MAX_NS || e->window_ns > EVD_ENV_GIVEN_MAX_NS ||
-	     e->cold_wake_ns > EVD_ENV_GIVEN_MAX_NS))
-		why = "C, T, window_ns or cold_wake_ns over EVD_ENV_GIVEN_MAX_NS";
+	     e->window_ns > EVD_ENV_GIVEN_MAX_NS || e->cold_wake_ns > EVD_ENV_GIVEN_MAX_NS))
+		why = "C, window_ns or cold_wake_ns over EVD_ENV_GIVEN_MAX_NS";
 	if (why == NULL && e->window_ns != 0 && e->cold_wake_ns == 0)
 		why = "window_ns without cold_wake_ns";
 	if (why != NULL) {

@@ -126,7 +126,8 @@ struct evd_policy_param {
 
 /** Points at which the wake latency L(g) is measured. */
 #define EVD_ENV_WAKE_POINTS 4
-/** Points at which a timeout's CPU is measured. */
+/** Points at which a timeout's CPU is measured (its lateness: at the
+ * EVD_ENV_WAKE_POINTS of L). */
 #define EVD_ENV_TIMEOUT_POINTS 2
 
 /** The least B a calibration reports (ns): a loaded VM can report outliers. */
@@ -170,10 +171,11 @@ struct evd_policy_env {
 	 * a timer wake costs more than an eventfd's on a VM; interpolated on
 	 * log g, flat outside; 0: B stands in. */
 	uint64_t timeout_ns[EVD_ENV_TIMEOUT_POINTS];
-	/** T(g): how late that timed wait returned (the loop runs again that
-	 * long after its timeout), the mean without the largest and the
-	 * smallest; 0: not measured (L stands in). */
-	uint64_t timeout_late_ns[EVD_ENV_TIMEOUT_POINTS];
+	/** T(g): how late such a timed wait of wake_at_ns[i] returned (the
+	 * loop runs again that long after a timeout or a nap), the mean
+	 * without the largest and the smallest; interpolated on log g, flat
+	 * outside; at every point or at none (0: not measured, L stands in). */
+	uint64_t timeout_late_ns[EVD_ENV_WAKE_POINTS];
 	/** The host's halt window: a sleep of at most this long wakes in L(g)
 	 * only if the sleep before it was not longer; a longer one, and one
 	 * within it right after a longer one, wake cold (at least
@@ -206,8 +208,9 @@ double evd_policy_env_timeout_ns(const struct evd_policy_env *env, uint64_t g);
  * @return the price in ns. */
 double evd_policy_env_bounded_sleep_ns(const struct evd_policy_env *env, uint64_t g);
 
-/** How late a timed wait of @p g ends: T(g) interpolated on log g, or L(g)
- * where T was not measured. Any thread.
+/** How late a timed wait of @p g ends: T(g) interpolated on log g between
+ * the points of L (flat outside them), or L(g) where T was not measured or
+ * given. Any thread.
  * @param env  The environment (not checked for NULL).
  * @param g    The wait's length, ns.
  * @return the lateness in ns. */
@@ -378,19 +381,19 @@ const struct evd_policy_env *evd_policy_env_peek(bool *given);
  *   EVD_ENV_GIVEN_MAX_NS, or wake_at_ns not increasing from > 0, also as
  *   doubles: L is interpolated between them; L falling from one point to the
  *   next, as a measured environment never does; timeout_at_ns with one
- *   point set, or not increasing; C (timeout_ns) or T (timeout_late_ns) at
- *   one point only, or given without timeout_at_ns; window_ns without
- *   cold_wake_ns; any of C, T, window_ns, cold_wake_ns over
- *   EVD_ENV_GIVEN_MAX_NS);
+ *   point set, or not increasing; C (timeout_ns) at one point only, or
+ *   given without timeout_at_ns; T (timeout_late_ns) at some of its points
+ *   only; window_ns without cold_wake_ns; any of C, T, window_ns,
+ *   cold_wake_ns over EVD_ENV_GIVEN_MAX_NS);
  *   -EALREADY (the environment was measured or given already).
  */
 int evd_policy_env_set(const struct evd_policy_env *env);
 
 /**
- * Measure the environment (B, L at four sleep lengths, the timeout's CPU
- * and lateness, the host's halt window) for this process: about 100 ms on
- * the calling thread's CPU, with a producer thread spinning on another CPU
- * (up to a few hundred ms where wakes stall), logged at INFO. Control path,
+ * Measure the environment (B, L at four sleep lengths, the timeout's CPU,
+ * a timed wait's lateness at the same four, the host's halt window) for
+ * this process: about 200 ms on the calling thread's CPU, with a producer
+ * thread spinning on another CPU (more where wakes stall), logged at INFO. Control path,
  * any thread: call it at start-up, before the first loop or policy instance
  * that prices with costs (an adaptive one); otherwise the built-in defaults
  * are in place and stay.
