@@ -280,15 +280,6 @@ source_kind_find(const char *name)
 	return NULL;
 }
 
-static void
-run_idle(struct evd_loop *loop, void *arg)
-{
-	struct run *r = arg;
-
-	RTE_SET_USED(loop);
-	r->kind->idle(r);
-}
-
 int
 run_pattern(const struct opts *o, const char *policy, struct result *res)
 {
@@ -313,10 +304,6 @@ run_pattern(const struct opts *o, const char *policy, struct result *res)
 	snprintf(res->policy, sizeof(res->policy), "%s", policy);
 	r->kind = source_kind_find(o->source);
 	res->source = r->kind->name;
-	if (r->kind->idle != NULL && o->forward) { /* --forward batches Tx */
-		conf.on_idle = run_idle;
-		conf.on_idle_arg = r;
-	}
 	res->pattern = r->kind->post == NULL ? "remote" : o->trace != NULL ? o->trace : o->pattern;
 	r->lat = &res->lat;
 	r->o = o;
@@ -347,8 +334,6 @@ run_pattern(const struct opts *o, const char *policy, struct result *res)
 		   pthread_create(&mon, &attr, monitor, r) == 0;
 	pthread_attr_destroy(&attr);
 	rc = evd_loop_run(r->loop);
-	if (conf.on_idle != NULL)
-		r->kind->idle(r); /* what the last busy rounds batched */
 	t1 = testevd_now_ns();
 	pthread_join(prod, NULL);
 	if (have_mon) {

@@ -32,9 +32,6 @@ struct source_kind {
 	void (*post)(struct run *r, uint32_t n, uint64_t stamp);
 	/* Remove and destroy the sources; add their counters to res. */
 	void (*close)(struct run *r, struct result *res);
-	/* Optional, loop thread: a round found nothing (the loop's on_idle):
-	 * flush what the handlers batched. */
-	void (*idle)(struct run *r);
 };
 
 extern const struct source_kind source_ring;

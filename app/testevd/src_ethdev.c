@@ -12,7 +12,6 @@
 
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
-#include <rte_malloc.h>
 
 #include <evd_ethdev.h>
 #include <evd_source.h>
@@ -36,9 +35,6 @@ struct veth {
 	uint64_t probes;       /* the sender's probe packets */
 	uint64_t fwd_drops;    /* --forward: Tx queue full */
 	uint64_t forwarded;    /* --forward: sent back, testevd's or not */
-	/* --forward: what a round received goes out in batches of up to 32,
-	 * flushed when the next poll finds nothing (the loop's on_idle) */
-	struct rte_eth_dev_tx_buffer *txb;
 	const char *arm_probe;
 	int removed;
 	struct run *run;
@@ -102,10 +98,19 @@ consume(struct evd_source *src, void *burst, uint16_t n, void *arg)
 			}
 			run_delivered(r, p->tsc, now);
 		}
-		if (r->o->forward)
-			v->forwarded += rte_eth_tx_buffer(v->port, 0, v->txb, pkts[i]);
-		else
+		if (!r->o->forward)
 			rte_pktmbuf_free(pkts[i]);
+	}
+	if (r->o->forward) {
+		/* the burst goes back as it came: held for a later round, a
+		 * closed loop's packets would wait for one that finds nothing */
+		uint16_t sent = v->removed ? 0 : rte_eth_tx_burst(v->port, 0, pkts, n);
+
+		v->forwarded += sent;
+		if (sent < n) {
+			v->fwd_drops += n - sent;
+			rte_pktmbuf_free_bulk(pkts + sent, n - sent);
+		}
 	}
 	if (ours) /* (not a tap's own traffic: the kernel's IPv6 chatter) */
 		__atomic_store_n(&r->last_rx_tsc, now, __ATOMIC_RELAXED);
@@ -121,24 +126,6 @@ consume(struct evd_source *src, void *burst, uint16_t n, void *arg)
 }
 
 static void veth_close(struct run *r, struct result *res);
-
-/* --forward (the Tx buffer exists): the loop found nothing this round,
- * send what is batched. */
-static void
-veth_idle(struct run *r)
-{
-	struct veth *v = r->priv;
-
-	if (v->txb->length == 0)
-		return;
-	if (v->removed) { /* no port to send on */
-		v->fwd_drops += v->txb->length;
-		rte_pktmbuf_free_bulk(v->txb->pkts, v->txb->length);
-		v->txb->length = 0;
-		return;
-	}
-	v->forwarded += rte_eth_tx_buffer_flush(v->port, 0, v->txb);
-}
 
 /*
  * Does enabling the Rx interrupt fire for packets already queued? Packets
@@ -189,15 +176,6 @@ veth_open(struct run *r)
 		rc = -EINVAL;
 	else
 		rc = testevd_port_start(v->port, v->nq, &v->pool, &v->intr, 30.0);
-	if (rc == 0 && r->o->forward) {
-		v->txb = rte_zmalloc_socket("testevd-txb", RTE_ETH_TX_BUFFER_SIZE(32), 0,
-					    rte_eth_dev_socket_id(v->port));
-		if (v->txb == NULL)
-			rc = -ENOMEM;
-		else if ((rc = rte_eth_tx_buffer_init(v->txb, 32)) == 0)
-			rc = rte_eth_tx_buffer_set_err_callback(v->txb, rte_eth_tx_buffer_count_callback,
-							       &v->fwd_drops);
-	}
 	for (uint16_t q = 0; rc == 0 && q < v->nq; q++) {
 		rc = evd_ethdev_rxq_create(v->port, q, NULL, &conf, consume, r, &v->q[q]);
 		if (rc == 0)
@@ -224,10 +202,6 @@ veth_close(struct run *r, struct result *res)
 {
 	struct veth *v = r->priv;
 
-	if (v->txb != NULL) {
-		veth_idle(r); /* sends, or drops if the port is gone */
-		rte_free(v->txb);
-	}
 	if (res != NULL) {
 		res->errors += v->out_of_order;
 		res->arm_probe = v->arm_probe;
@@ -261,5 +235,4 @@ const struct source_kind source_ethdev = {
 	.open = veth_open,
 	.post = NULL, /* a remote sender plays the pattern */
 	.close = veth_close,
-	.idle = veth_idle,
 };
