@@ -191,8 +191,12 @@ test_nap_budget_us(uint64_t slack_us)
 	const struct evd_policy_env *env = evd_policy_env_get();
 	uint64_t lmax = 0;
 
-	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++)
+	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++) {
+		uint64_t t = (uint64_t)evd_policy_env_timeout_late_ns(env, env->wake_at_ns[k]);
+
 		lmax = lmax > env->wake_ns[k] ? lmax : env->wake_ns[k];
+		lmax = lmax > t ? lmax : t; /* a nap's first estimate is T */
+	}
 	return (4 * env->sleep_wake_ns + 2 * lmax) / 1000 + slack_us;
 }
 

@@ -1469,7 +1469,7 @@ gap_then_decide(struct evd_policy *p, uint64_t *now, uint64_t g, uint32_t n, uin
 	return evd_policy_decide(p, &in, arg);
 }
 
-/* Naps, decided on a virtual clock: the nap is budget - L (nothing armed);
+/* Naps, decided on a virtual clock: the nap is budget - T (nothing armed);
  * it comes where the arrival rate (completions over gaps, averaged over the
  * idle gaps) promises two arrivals a nap or more: soon with gaps of a
  * quarter nap, never with gaps of four naps, and a nap that finds a batch
@@ -1480,7 +1480,7 @@ test_adaptive_naps(void)
 {
 	const struct evd_policy_env *env = evd_policy_env_get();
 	uint64_t budget = nap_budget_ns(), now = 1000000000ull, arg = 0, nap;
-	double l = evd_policy_env_wake_ns(env, budget);
+	double l = evd_policy_env_timeout_late_ns(env, budget);
 	struct evd_policy *p;
 	char spec[96];
 	int i;
@@ -1493,7 +1493,7 @@ test_adaptive_naps(void)
 	for (i = 0; i < 100; i++) /* dense: four arrivals a nap */
 		if (gap_then_decide(p, &now, nap / 4, 1, &arg) == EVD_ACTION_NAP)
 			break;
-	printf("  budget %" PRIu64 " ns, L %.0f ns, B %" PRIu64 " ns: nap %" PRIu64 " ns after %d "
+	printf("  budget %" PRIu64 " ns, T %.0f ns, B %" PRIu64 " ns: nap %" PRIu64 " ns after %d "
 	       "dense gaps\n", budget, l, env->sleep_wake_ns, arg, i);
 	CHECK(i < 100);
 	CHECK(arg + (uint64_t)l <= budget);
@@ -1617,7 +1617,7 @@ test_adaptive_nap_lateness(void)
 }
 
 /* A budget under 3 B (on main's "napretry" environment: B 5 us, L 1 us):
- * naps of budget - L, over 2 B; made to end the whole budget late, they
+ * naps of budget - T, over 2 B; made to end the whole budget late, they
  * stop; the retry's nap, 3 B elsewhere, is the budget here, never over it. */
 static void
 test_adaptive_nap_retry_short(void)

@@ -383,6 +383,18 @@ per_w, per_b = (r["cpu_pct"] / 100 * 1e6 for r in (w, b))  # CPU ns per 1 ms gap
 assert per_b < 60000 and per_w > per_b + 4 * (18000 - 5000), f"C per timeout: {per_w:.0f} against {per_b:.0f} ns a gap"
 print(f"ok: a timeout's CPU: {per_w / 1e3:.1f} us a 1 ms gap with C, {per_b / 1e3:.1f} with B")
 PY
+# a nap's first lateness estimate is T where the calibration has it: with
+# T 50 us a 50 us budget leaves no room for naps; with L's 16 us it does
+check "score, naps under T" 0 "$testevd" --score --policy adaptive:budget_us=50 --budget-us 50 \
+	--calibration "$tmp/calNoW.txt" --trace poisson:rate=200000 --events 4000 --json "$tmp/napT.json"
+check "score, naps under L" 0 "$testevd" --score --policy adaptive:budget_us=50 --budget-us 50 \
+	--calibration "$tmp/cal.txt" --trace poisson:rate=200000 --events 4000 --json "$tmp/napL.json"
+python3 - "$tmp/napT.json" "$tmp/napL.json" <<'PY' || fail=1
+import json, sys
+t, l = (json.load(open(f))[0] for f in sys.argv[1:])
+assert t["naps"] == 0 and l["naps"] > 0, (t["naps"], l["naps"])
+print(f"ok: naps under a 50 us budget: {t['naps']} where timers end 50 us late, {l['naps']} at L's 16 us")
+PY
 # per source: two sources in a random order; after source 1 the next gap is
 # 15 us, after source 2 it is 2 ms. The previous gap tells nothing, the
 # source does: with the ids in the trace (told as a loop of several sources

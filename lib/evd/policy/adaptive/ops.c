@@ -116,12 +116,14 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 	a->young_buy_ns = (uint64_t)fmin((double)env->sleep_wake_ns +
 					 a->lambda * priced(a, (double)env->wake_ns[0]), 1e12);
 	if (nap && budget_us != 0) {
-		/* until naps tell how late they end, the eventfd's L */
-		a->nap_late_ns = evd_policy_env_wake_ns(env, budget_us * 1000);
+		/* until naps tell how late they end, a timed wait's T (L where
+		 * not measured): a nap ends by its timer, and on a VM that is
+		 * several times an eventfd's wake */
+		a->nap_late_ns = evd_policy_env_timeout_late_ns(env, budget_us * 1000);
 		evd__nap_length(a);
 		if (a->nap_ns == 0)
 			EVD_LOG(INFO, "policy adaptive: budget_us=%" PRIu64 " leaves no room for naps "
-				"(budget - L %.1f us, not over 2 B = %.1f us)", budget_us,
+				"(budget - T %.1f us, not over 2 B = %.1f us)", budget_us,
 				(a->lat_budget_ns - a->nap_late_ns) / 1e3,
 				2.0 * (double)env->sleep_wake_ns / 1e3);
 	}
