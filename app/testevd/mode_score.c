@@ -89,13 +89,6 @@ calibrate(void)
 	b_ns = (double)env->sleep_wake_ns;
 }
 
-/* T(g), the library's: L's where it has none. */
-static double
-timer_late_ns(uint64_t g)
-{
-	return evd_policy_env_timeout_late_ns(env, g);
-}
-
 /* The priced part of an added latency: what exceeds the budget. */
 static double
 over(double late)
@@ -200,8 +193,8 @@ oracle_halts(void)
 
 		if (e[k - 1] == 0 || e[k] == e[k - 1] || e[k] > max_sleep_ns)
 			continue;
-		tx = timer_late_ns(e[k - 1]);
-		ty = timer_late_ns(e[k]);
+		tx = evd_policy_env_timeout_late_ns(env, e[k - 1]);
+		ty = evd_policy_env_timeout_late_ns(env, e[k]);
 		c->x = (double)e[k - 1];
 		c->y = (double)e[k];
 		c->c_min = fmin(evd_policy_env_timeout_ns(env, e[k - 1]),
@@ -286,7 +279,7 @@ oracle_cost(const struct trace *t, double lambda)
 	size_t n = t->n;
 	double (*a)[2] = malloc((n + 1) * sizeof(*a)), *h = malloc((n + 1) * sizeof(*h));
 	double *tm = malloc((n + 1) * sizeof(*tm));
-	double span_max = (double)max_sleep_ns + timer_late_ns(max_sleep_ns);
+	double span_max = (double)max_sleep_ns + evd_policy_env_timeout_late_ns(env, max_sleep_ns);
 	double worst = lambda * fmax(wake_after(max_sleep_ns, COLD), (double)env->cold_wake_ns);
 	double total = INFINITY;
 
@@ -719,7 +712,7 @@ vrun_wait(void *arg, uint32_t mode, bool armed, uint64_t max_ns)
 	}
 	if (end == UINT64_MAX)
 		return; /* nothing left to arrive: the run ends */
-	back = max_ns + (uint64_t)timer_late_ns(max_ns);
+	back = max_ns + (uint64_t)evd_policy_env_timeout_late_ns(env, max_ns);
 	vrun_cpu(v, evd_policy_env_timeout_ns(env, max_ns));
 	tl_add(v->s->tl_sleep, v->s->tl_window_ns, (double)(start - v->base), (double)back);
 	v->halt = max_ns;
@@ -934,7 +927,7 @@ score_mode(const struct opts *o)
 	for (size_t i = 0; i < t->n; i++)
 		span_ns += (double)t->gap_ns[i];
 	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++)
-		tl[k] = timer_late_ns(env->wake_at_ns[k]);
+		tl[k] = evd_policy_env_timeout_late_ns(env, env->wake_at_ns[k]);
 	printf("testevd: scoring on %s (%zu arrivals over %.3g s); B %.1f us, L(10us..10ms) %.1f %.1f "
 	       "%.1f %.1f us, T %.1f %.1f %.1f %.1f us%s, lambda %g%s\n", t->name, t->n,
 	       span_ns / 1e9, b_ns / 1e3, env->wake_ns[0] / 1e3, env->wake_ns[1] / 1e3,

@@ -229,6 +229,17 @@ wake_lat(const struct adaptive *a, uint64_t g)
 	return evd__wake_interp(a->env, a->log_at, g);
 }
 
+/* The gap from last to a completion seen at now: a completion that woke
+ * the loop came the wake's latency before it was seen, and learned long a
+ * gap after a sleep would teach the loop to sleep. */
+static inline uint64_t
+seen_gap(const struct adaptive *a, uint64_t now, uint64_t last)
+{
+	uint64_t g = now - last, late = now == a->wake_at_ns ? a->wake_late_ns : 0;
+
+	return g > late ? g - late : 0;
+}
+
 /* L of a sleep of g after a halt of @p prev (the window's state). */
 static inline double
 wake_lat_after(const struct adaptive *a, double g, double prev)

@@ -178,11 +178,7 @@ adaptive_events(void *st, uint64_t now, uint32_t n)
 	a->lock_in = n > 1;
 	a->last_event_ns = now;
 	if (likely(now >= last)) { /* UINT64_MAX before the first */
-		/* the completion came that much before the loop woke to see it:
-		 * learned long, a gap after a sleep would teach the loop to sleep */
-		uint64_t late = now == a->wake_at_ns ? a->wake_late_ns : 0;
-
-		g = now - last > late ? now - last - late : 0;
+		g = seen_gap(a, now, last);
 		a->last_gap_ns = g;
 		a->w[a->ctx][gap_bin(g)] += 1.0;
 		a->samples++;

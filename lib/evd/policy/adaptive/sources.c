@@ -141,9 +141,8 @@ evd__adaptive_source_events(void *st, uint64_t now, uint32_t id, uint32_t n)
 		return; /* no memory for its histograms: not followed */
 	if (sl->last_ns != 0 && now >= sl->last_ns) { /* its own gap (superposition) */
 		uint32_t s = (uint32_t)(sl - a->slots);
-		uint64_t g = now - sl->last_ns, late = now == a->wake_at_ns ? a->wake_late_ns : 0;
 
-		a->src->own_gaps[s][gap_bin(g > late ? g - late : 0)] += 1.0;
+		a->src->own_gaps[s][gap_bin(seen_gap(a, now, sl->last_ns))] += 1.0;
 	}
 	/* the gap that ends at the next completion is learned in this
 	 * source's contexts (a round that served several: the last one) */
