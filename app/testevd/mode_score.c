@@ -31,7 +31,7 @@
  *         wake is L's.
  * Per idle gap g: spinning through it costs g of CPU and adds no latency;
  * sleeping after t costs t + B of CPU and adds L(g - t) of latency. A sleep
- * that ends by its timeout (l3fwd's 10 ms, adaptive's pre-wake and guard) costs C and
+ * that ends by its timeout (l3fwd's 10 ms, adaptive's guard) costs C and
  * the loop runs again T(timeout) after it; an arrival in between waits, and
  * is served at that wake as at a nap's end (below).
  * cost = CPU + lambda x added latency; with a latency budget (--budget-us),
@@ -45,7 +45,7 @@
  * The oracle knows every arrival and has every action a policy has, priced
  * as replay() charges it (oracle_reach, oracle_cost): spin, sleep (B, L),
  * a timed halt (nap or timeout: C, T) ending before the arrival then spin
- * (a pre-wake), halts then a sleep, and a halt past arrivals that serves
+ * (an early wake), halts then a sleep, and a halt past arrivals that serves
  * them at its end; with a halt window, warm and cold, the cheapest path
  * through them. Where it cannot price an action exactly it takes a lower
  * bound, so that no policy costs less than it. The competitive ratio is a policy's total cost over the
@@ -139,7 +139,7 @@ oracle_kinks(void)
 
 /*
  * The oracle's timed halts (a nap, or a sleep that ends by its timeout:
- * pre-wake, the guard), of length d up to the loop's bound: CPU C(d), back
+ * the guard), of length d up to the loop's bound: CPU C(d), back
  * T(d) after d, cold after if d > W. In cells whose edges hold every point
  * C, T and W turn at, so that each is monotone in a cell and a cell's ends
  * bound it: the oracle's price of a halt is never above any d's in it.
@@ -217,7 +217,7 @@ oracle_halts(void)
  * before the gap may end anywhere in it): into na[] the least cost of
  * serving the arrival awake, ending in each state. Every action a policy
  * has within a gap: spin; spin then a notified sleep s (B, L(s)); a halt
- * ending before the arrival, then spin (pre-wake, a nap); halts then a
+ * ending before the arrival, then spin (an early wake, a nap); halts then a
  * sleep, or two halts to end in the other state. (Halts past the arrival:
  * oracle_cost.)
  */

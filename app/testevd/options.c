@@ -51,7 +51,7 @@ testevd_usage(FILE *f, const char *prog)
 		"What to run:\n"
 		"  --policy SPEC     policy (default adaptive): poll, intr,\n"
 		"                    adaptive[:budget_us=N,lambda_pct=N,spin_max_us=N,nap=0|1,\n"
-		"                    prewake=0|1,guard_us=N,guard_for_us=N,...] (budget_us: a\n"
+		"                    guard_us=N,guard_for_us=N,...] (budget_us: a\n"
 		"                    latency budget; guard_us: a bound on each sleep)\n"
 		"                    or a baseline: l3fwd, pmdmgmt, napi, haltpoll, ski2, ski-rand\n"
 		"  --pattern NAME    arrival pattern (default demo):\n",

@@ -316,7 +316,7 @@ int evd_loop_call(struct evd_loop *loop, void (*fn)(struct evd_loop *loop, void 
 /**
  * Run the loop on the calling thread until evd_loop_stop(). While it runs,
  * the thread's timer slack is 1 us (prctl PR_SET_TIMERSLACK; the thread's
- * own is put back on return): timed waits (naps, pre-wake, timers, the
+ * own is put back on return): timed waits (naps, guards, timers, the
  * sleep bound) would otherwise end up to 50 us late. Any thread; that
  * thread is the loop's until it returns.
  * @param loop  The loop.

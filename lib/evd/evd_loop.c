@@ -801,7 +801,7 @@ evd_loop_run(struct evd_loop *loop)
 		__atomic_store_n(&loop->cpu_live, true, __ATOMIC_RELEASE);
 	/* time between runs is nobody's: start the mode clock afresh */
 	loop->mode_mark_ns = evd__now(loop);
-	/* Timed waits (naps, pre-wake, timers, the sleep bound) end up to the
+	/* Timed waits (naps, guards, timers, the sleep bound) end up to the
 	 * thread's timer slack late: 50 us by default, as long as a nap. Run
 	 * with 1 us, and give the thread its own back after. */
 	slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);

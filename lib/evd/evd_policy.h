@@ -23,19 +23,16 @@
  *   under this process's B and L(g) (struct evd_policy_env); in a loop of
  *   several sources the superposition of each source's own gaps decides
  *   instead where it has cost less. After a round that found a burst it
- *   spins at least B (lock-in); for periodic sources, where it pays, it
- *   wakes before the next expected arrival (pre-wake); under a latency
- *   budget it naps (EVD_ACTION_NAP) while arrivals come two or more a nap;
- *   and it bounds its sleeps where the model says that pays (the guard).
+ *   spins at least B (lock-in); under a latency budget it naps
+ *   (EVD_ACTION_NAP) while arrivals come two or more a nap; and it bounds its sleeps where the model says that pays (the guard).
  *   Keys:
  *   `budget_us` (the latency budget: added latency up to it is free,
  *   0..1000000; default 0: none),
  *   `spin_max_us` (cap on the learned spin threshold, 0..1000000; lock-in
- *   and pre-wake windows may still poll),
+ *   may still poll),
  *   `nap` (0/1; default 1: nap where the budget leaves room),
  *   `lambda_pct` (price of a ns of latency in ns of CPU, x100, 0..1000000;
  *   default 100),
- *   `prewake` (0/1; default 1),
  *   `superpose` (0/1; default 1; 0: the context rule alone),
  *   `guard_us` (while the last completion is under a second old, bound
  *   every sleep at this, 0..1000000; 0: never; unset, the default: the
@@ -46,9 +43,10 @@
  *   lost wakes and always applies),
  *   `guard_for_us` (with `guard_us=N` only: bound the sleeps only this long
  *   after the last completion instead of a second, 1..1000000).
- *   `learn`, `spin_pct` and `pause_ns` are refused (-EINVAL, the log naming
- *   the replacement): the fixed rule `learn=0` is `ski2` (`ski2:b_ns=N` to
- *   spin N ns).
+ *   `learn`, `spin_pct`, `pause_ns` and `prewake` are refused (-EINVAL, the
+ *   log naming the replacement): the fixed rule `learn=0` is `ski2`
+ *   (`ski2:b_ns=N` to spin N ns); waking before a periodic source's next
+ *   arrival did not pay.
  *   doc/guides/policies.md has the model and how to tune it.
  * Baselines, copies of the rules in use elsewhere, for comparison:
  * - `l3fwd`: DPDK l3fwd-power (10 empty polls free, then 1 us waits, sleep with
@@ -264,7 +262,7 @@ struct evd_policy_ops {
 	 * Optional: a round found @p n completions on the source @p source_id
 	 * (an id the loop gives each source it adds, never reused). Called
 	 * only in loops of more than one source, before on_events; lets a
-	 * policy learn per source (adaptive: pre-wake for periodic sources).
+	 * policy learn per source (adaptive: each source's gaps apart).
 	 */
 	void (*on_source_events)(void *state, uint64_t now_ns, uint32_t source_id, uint32_t n);
 };

@@ -3,7 +3,7 @@
  * The adaptive policy's state and the calls between its files, one file per
  * mechanism (ops.c has the ops table; doc/guides/policies.md the model).
  * Calls go down, never up: ops.c; then decide.c, sources.c, learn.c; then
- * window.c, guard.c, superpose.c, prewake.c, nap.c; then model.c.
+ * window.c, guard.c, superpose.c, nap.c; then model.c.
  */
 #ifndef EVD_POLICY_ADAPTIVE_H
 #define EVD_POLICY_ADAPTIVE_H
@@ -30,23 +30,14 @@
 #define LEARN_EVERY 256 /* idle gaps */
 #define LEARN_EARLY 64  /* idle gaps, until the first decay (DECAY_EVERY gaps) */
 
-/* Pre-wake (prewake.c): gaps shorter than this are not periods. */
-#define PREWAKE_MIN_NS 50000
-
 /* The bounds guard_pick weighs: the window's, W, then guard.c's list. */
 #define GUARD_BOUNDS 6
 
-/* One source the policy follows (sources.c): its last completion, and its
- * pre-wake state: its long gaps' running mean and mean deviation, and,
- * when it is periodic and waking early pays, the window around its next
- * expected arrival (absolute loop-clock times). */
+/* One source the policy follows (sources.c). */
 struct source_slot {
 	uint32_t id;
 	bool used;
 	uint64_t last_ns;             /* its last completion */
-	double mean, dev;
-	uint32_t run;                 /* long gaps in a row within PREWAKE_CV of the mean */
-	uint64_t wake_at, end_at;     /* 0: no pre-wake; else sleep until wake_at, poll to end_at */
 };
 
 /* A bound guard_pick weighs: G, its timeout's CPU C(G), its cycle G + T(G)
@@ -147,15 +138,11 @@ struct adaptive {
 	uint64_t young_buy_ns;        /* while young: the price of a sleep, B + lambda L */
 	uint64_t next_decay;          /* samples at the next halving (every DECAY_EVERY) */
 	uint64_t next_check;          /* samples at the next update or halving */
-	uint64_t rnd;
 	bool lock_in;                 /* the last round found a burst: the loop is behind */
-	/* pre-wake */
-	bool prewake;
 	bool superpose;               /* superpose=0: the context rule alone */
 	bool per_source;              /* the loop tells which source each round served */
 	uint32_t slot_ctx;            /* GAP_CONTEXTS x the slot of the source served last */
 	uint32_t n_ctx_used;          /* contexts in use: GAP_CONTEXTS x (highest slot + 1) */
-	uint32_t prewakes;           /* slots with a pre-wake set */
 	struct source_slot slots[SLOTS]; /* per source (slot 0 only: the loop as one source) */
 	struct adaptive_sources *src; /* loops of several sources: from the first source named */
 	bool alone;                   /* no memory for src: the loop is learned as one source */
@@ -273,9 +260,7 @@ void evd__superpose_set(struct adaptive *a, uint32_t mask);
 void evd__superpose_learn(struct adaptive *a, bool decay);
 void evd__superpose_choose(struct adaptive *a) __attribute__((cold));
 
-/* prewake.c, nap.c */
-void evd__prewake_learn(struct adaptive *a, struct source_slot *sl, uint64_t now, uint64_t g);
-void evd__prewake_source(struct adaptive *a, struct source_slot *sl, uint64_t now);
+/* nap.c */
 void evd__nap_length(struct adaptive *a);
 void evd__naps_retry(struct adaptive *a);
 void evd__nap_wake(struct adaptive *a, uint64_t slept, enum evd_wake_reason why);

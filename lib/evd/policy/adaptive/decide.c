@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The decision at an empty round: a nap, a spin under the threshold, a
- * pre-wake, then a sleep under the guard.
+ * The decision at an empty round: a nap, a spin under the threshold, then
+ * a sleep under the guard.
  */
 
 #include "adaptive.h"
@@ -74,33 +74,13 @@ spin_on(const struct adaptive *a, const struct evd_policy_input *in)
 	       (a->lock_in && a->lock_in_pays && in->idle_ns < a->env->sleep_wake_ns);
 }
 
-/* The earliest pre-wake ahead: 0 inside a window around a periodic
- * source's expected arrival (poll through it), UINT64_MAX for none. */
-static inline uint64_t
-prewake_at(const struct adaptive *a, uint64_t now)
-{
-	uint64_t wake = UINT64_MAX;
-
-	for (int i = 0; i < SLOTS; i++) {
-		const struct source_slot *sl = &a->slots[i];
-
-		if (sl->wake_at == 0 || now >= sl->end_at)
-			continue;
-		if (now >= sl->wake_at)
-			return 0;
-		wake = RTE_MIN(wake, sl->wake_at);
-	}
-	return wake;
-}
-
 /* The decision at an empty round, in its steps: at a gap's first empty
  * round its cold rules, a nap, the superposition's threshold; then spin,
- * or sleep until a pre-wake or under the guard. */
+ * or sleep under the guard. */
 enum evd_action
 evd__adaptive_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
 {
 	struct adaptive *a = st;
-	uint64_t wake;
 
 	/* the first empty round of a gap: an idle gap (adaptive_events) */
 	if (in->idle_rounds == 1 && a->idle_left != 0 && --a->idle_left == 0)
@@ -119,10 +99,7 @@ evd__adaptive_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
 		evd__superpose_choose(a);
 	if (spin_on(a, in))
 		return EVD_ACTION_POLL;
-	wake = a->prewakes != 0 ? prewake_at(a, in->now_ns) : UINT64_MAX;
-	if (wake == 0)
-		return EVD_ACTION_POLL;
-	*arg = wake != UINT64_MAX ? RTE_MIN(wake - in->now_ns, guard(a, in)) : sleep_arg(a, in);
+	*arg = sleep_arg(a, in);
 	a->asked_ns = *arg;
 	return EVD_ACTION_SLEEP;
 }

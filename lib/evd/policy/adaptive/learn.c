@@ -14,7 +14,7 @@
 void
 evd__young_threshold(struct adaptive *a)
 {
-	a->threshold_ns = RTE_MIN(evd__ski_rand_threshold(a->young_buy_ns, &a->rnd), a->cap_ns);
+	a->threshold_ns = RTE_MIN(a->young_buy_ns, a->cap_ns);
 }
 
 /* Per context, from its own histogram once it has enough weight, else from

@@ -17,12 +17,19 @@
 #define GUARD_WINDOW_NS 1000000000ull /* ...recent: a completion in the last second */
 
 /* The fixed rule's keys (learn=0, spin_pct, pause_ns) name ski2's rule:
- * refused with the spec to write instead, so that one never runs as another. */
+ * refused with the spec to write instead, so that one never runs as another;
+ * a removed mechanism's key is refused, so that nobody believes it on. */
 static int
 retired_key(const struct evd_policy_param *p, unsigned int n)
 {
 	for (unsigned int i = 0; i < n; i++) {
 		bool learn = strcmp(p[i].key, "learn") == 0;
+
+		if (strcmp(p[i].key, "prewake") == 0) {
+			EVD_LOG(ERR, "policy adaptive: prewake is retired: waking before a periodic "
+				"source's next arrival did not pay (doc/guides/policies.md; drop the key)");
+			return -EINVAL;
+		}
 
 		if (learn && p[i].value != 0) {
 			EVD_LOG(ERR, "policy adaptive: learn=%" PRIu64 " is retired: adaptive always "
@@ -57,14 +64,13 @@ static int
 adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct evd_policy_env *env,
 		void **state)
 {
-	uint64_t budget_us = 0, spin_max_us = UINT64_MAX, lambda_pct = 100, prewake = 1,
-		 guard_us = GUARD_AUTO, nap = 1, superpose = 1, guard_for_us = UINT64_MAX;
+	uint64_t budget_us = 0, spin_max_us = UINT64_MAX, lambda_pct = 100, guard_us = GUARD_AUTO,
+		 nap = 1, superpose = 1, guard_for_us = UINT64_MAX;
 	const struct evd__policy_key keys[] = {
 		{ "budget_us", 0, 1000000, &budget_us },
 		{ "spin_max_us", 0, 1000000, &spin_max_us },
 		{ "nap", 0, 1, &nap },
 		{ "lambda_pct", 0, 1000000, &lambda_pct },
-		{ "prewake", 0, 1, &prewake },
 		{ "guard_us", 0, 1000000, &guard_us },
 		{ "guard_for_us", 1, 1000000, &guard_for_us },
 		{ "superpose", 0, 1, &superpose },
@@ -95,7 +101,6 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 	a->c_known = evd__timeout_cpu_known(env);
 	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++)
 		a->log_at[k] = log((double)env->wake_at_ns[k]);
-	a->prewake = prewake != 0;
 	a->superpose = superpose != 0;
 	a->slots[0].used = true;
 	a->slots[0].id = UINT32_MAX; /* the loop, until a source is named */
@@ -136,7 +141,6 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 	a->pooled_guard = a->pooled_guard_cold = UINT64_MAX;
 	a->guard_ns = guard_us != 0 && guard_us != GUARD_AUTO ? guard_us * 1000 : UINT64_MAX;
 	a->guard_for_ns = guard_for_us != UINT64_MAX ? guard_for_us * 1000 : GUARD_WINDOW_NS;
-	a->rnd = 0x9e3779b97f4a7c15ull;
 	a->idle_left = LEARN_EARLY;
 	a->next_decay = DECAY_EVERY;
 	a->next_check = 0; /* young: adaptive_update at every gap until YOUNG */
@@ -150,17 +154,12 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 	return 0;
 }
 
-/* adaptive_events' rare part, out of line (its tail call): a long gap the
- * loop's pre-wake learns from (g: 0 for none), then the update if one is
- * due, then the threshold of the gap's context again. */
+/* adaptive_events' rare part, out of line (its tail call): the update,
+ * then the threshold of the gap's context again. */
 static void __attribute__((noinline))
-events_rare(struct adaptive *a, uint64_t now, uint64_t g)
+events_rare(struct adaptive *a)
 {
-	/* the loop as its one source: its long gaps are the source's */
-	if (g >= PREWAKE_MIN_NS && a->prewake && !a->per_source)
-		evd__prewake_learn(a, &a->slots[0], now, g);
-	if (a->samples >= a->next_check)
-		evd__adaptive_update(a);
+	evd__adaptive_update(a);
 	a->threshold_ns = a->ctx_threshold[a->ctx];
 }
 
@@ -173,12 +172,13 @@ static void
 adaptive_events(void *st, uint64_t now, uint32_t n)
 {
 	struct adaptive *a = st;
-	uint64_t last = a->last_event_ns, g = 0;
+	uint64_t last = a->last_event_ns;
 
 	a->lock_in = n > 1;
 	a->last_event_ns = now;
 	if (likely(now >= last)) { /* UINT64_MAX before the first */
-		g = seen_gap(a, now, last);
+		uint64_t g = seen_gap(a, now, last);
+
 		a->last_gap_ns = g;
 		a->w[a->ctx][gap_bin(g)] += 1.0;
 		a->samples++;
@@ -188,8 +188,8 @@ adaptive_events(void *st, uint64_t now, uint32_t n)
 	/* the rare part (young thresholds, learning) out of line, and as a
 	 * tail call, so that the common path saves no registers (its cost:
 	 * doc/guides/policies.md, "Adaptive's state") */
-	if (unlikely(g >= PREWAKE_MIN_NS || a->samples >= a->next_check))
-		events_rare(a, now, g);
+	if (unlikely(a->samples >= a->next_check))
+		events_rare(a);
 }
 
 /* A wake: the host's window, and a nap's lateness. */
@@ -214,7 +214,6 @@ adaptive_describe(const void *st, char *buf, size_t len)
 {
 	const struct adaptive *a = st;
 	uint64_t t[GAP_CONTEXTS], samples = __atomic_load_n(&a->samples, __ATOMIC_RELAXED);
-	uint32_t prewakes = __atomic_load_n(&a->prewakes, __ATOMIC_RELAXED);
 	uint32_t c0 = __atomic_load_n(&a->slot_ctx, __ATOMIC_RELAXED);
 
 	/* the contexts of the source served last (of the loop: one source) */
@@ -227,8 +226,8 @@ adaptive_describe(const void *st, char *buf, size_t len)
 	}
 #define T(x) ((x) == UINT64_MAX ? -1 : (int64_t)(x))
 	snprintf(buf, len, "gaps=%" PRIu64 " spin_ns=%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
-		 " prewake_sources=%" PRIu32 " nap_ns=%" PRIu64 " B_ns=%" PRIu64, samples, T(t[0]),
-		 T(t[1]), T(t[2]), T(t[3]), prewakes, a->nap_ns, a->env->sleep_wake_ns);
+		 " nap_ns=%" PRIu64 " B_ns=%" PRIu64, samples, T(t[0]), T(t[1]), T(t[2]), T(t[3]),
+		 a->nap_ns, a->env->sleep_wake_ns);
 #undef T
 }
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The loop's sources: a slot each (up to SLOTS), with its own gap
- * histograms and pre-wake state; the state of several sources is made when
+ * histograms; the state of several sources is made when
  * the loop names its first.
  */
 #include <errno.h>
@@ -28,7 +28,7 @@ w_room(struct adaptive *a, uint32_t slot)
 }
 
 /* The slot of a source: its own, or a free one, or the least recent (whose
- * pre-wake and gap histograms start again); NULL where a free one has no
+ * gap histograms start again); NULL where a free one has no
  * memory for its histograms and no other can be taken. */
 static struct source_slot *
 slot_of(struct adaptive *a, uint32_t id)
@@ -62,7 +62,6 @@ slot_of(struct adaptive *a, uint32_t id)
 		if (oldest == NULL)
 			return NULL;
 	}
-	a->prewakes -= oldest->wake_at != 0;
 	memset(oldest, 0, sizeof(*oldest));
 	oldest->used = true;
 	oldest->id = id;
@@ -147,8 +146,5 @@ evd__adaptive_source_events(void *st, uint64_t now, uint32_t id, uint32_t n)
 	/* the gap that ends at the next completion is learned in this
 	 * source's contexts (a round that served several: the last one) */
 	a->slot_ctx = GAP_CONTEXTS * (uint32_t)(sl - a->slots);
-	if (a->prewake)
-		evd__prewake_source(a, sl, now);
-	else
-		sl->last_ns = now;
+	sl->last_ns = now;
 }
