@@ -416,7 +416,7 @@ sleep_after(const char *spec, uint64_t g)
 }
 
 /* adaptive learns: with gaps far shorter than the price of a sleep it keeps
- * polling through them (busy-period lock-in); with gaps far longer it
+ * polling through them; with gaps far longer it
  * sleeps at once; spin_max_us caps the spin. */
 static void
 test_adaptive_learns(void)
@@ -485,38 +485,6 @@ test_adaptive_wake_latency(void)
 	printf("  %" PRIu64 " ns gaps after 2 ms ones: %" PRIu64 " of the last 100 slept\n", g, slept);
 	CHECK(slept <= 5);
 	evd_policy_destroy(p);
-}
-
-/* Busy-period lock-in spins at least B after a round that found a burst,
- * to spare the queued completions a sleep's wake latency. With lambda_pct=0
- * latency costs nothing: nothing to spare, and on gaps of 5 ms (sleeping
- * at once is cheapest) a burst changes nothing, it sleeps at once; priced
- * (the default), it spins first. */
-static uint64_t
-sleep_after_burst(const char *spec)
-{
-	uint64_t now, t;
-	struct evd_policy *p = taught(spec, 5000000, &now);
-
-	CHECK_EQ(first_sleep(p, now, 10000000), 0); /* learned: sleep at once */
-	now += 5000000;
-	evd_policy_events(p, now, 8); /* a burst */
-	t = first_sleep(p, now, 10000000);
-	evd_policy_destroy(p);
-	return t;
-}
-
-static void
-test_adaptive_lock_in_lambda(void)
-{
-	const struct evd_policy_env *env = evd_policy_env_get();
-	uint64_t t0 = sleep_after_burst("adaptive:lambda_pct=0");
-	uint64_t t1 = sleep_after_burst("adaptive");
-
-	printf("  after a burst: first sleep at %" PRIu64 " ns with lambda 0, %" PRIu64
-	       " ns with lambda 1 (B %" PRIu64 " ns)\n", t0, t1, env->sleep_wake_ns);
-	CHECK_EQ(t0, 0);
-	CHECK(t1 >= env->sleep_wake_ns);
 }
 
 /* The largest threshold adaptive takes over its 31 young gaps, and in
@@ -2016,7 +1984,6 @@ main(int argc, char **argv)
 	TEST(test_adaptive_learns);
 	TEST(test_adaptive_wake_latency);
 	TEST(test_adaptive_young);
-	TEST(test_adaptive_lock_in_lambda);
 	TEST(test_adaptive_per_source_contexts);
 	TEST(test_adaptive_guard);
 	TEST(test_napi);

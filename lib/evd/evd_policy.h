@@ -22,14 +22,13 @@
  *   threshold with the least expected cost, CPU + lambda x wake latency,
  *   under this process's B and L(g) (struct evd_policy_env); in a loop of
  *   several sources the superposition of each source's own gaps decides
- *   instead where it has cost less. After a round that found a burst it
- *   spins at least B (lock-in); under a latency budget it naps
- *   (EVD_ACTION_NAP) while arrivals come two or more a nap; and it bounds its sleeps where the model says that pays (the guard).
+ *   instead where it has cost less. Under a latency budget it naps
+ *   (EVD_ACTION_NAP) while arrivals come two or more a nap; and it bounds
+ *   its sleeps where the model says that pays (the guard).
  *   Keys:
  *   `budget_us` (the latency budget: added latency up to it is free,
  *   0..1000000; default 0: none),
- *   `spin_max_us` (cap on the learned spin threshold, 0..1000000; lock-in
- *   may still poll),
+ *   `spin_max_us` (cap on the learned spin threshold, 0..1000000),
  *   `nap` (0/1; default 1: nap where the budget leaves room),
  *   `lambda_pct` (price of a ns of latency in ns of CPU, x100, 0..1000000;
  *   default 100),

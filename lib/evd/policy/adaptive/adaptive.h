@@ -98,7 +98,6 @@ struct adaptive {
 	bool napping;         /* the last action was a nap (on_wake: a nap's end) */
 	double nap_gap, nap_burst; /* at the idle gaps: gap and completions, averaged (naps only) */
 	bool naps_late;       /* naps stopped: they ended too late for the budget */
-	bool lock_in_pays;    /* lambda > 0, L(B) over the budget: lock-in saves priced latency */
 	uint64_t guard_ns;    /* the bound on a sleep while traffic is recent, or UINT64_MAX */
 	bool guard_auto;      /* guard_us unset: the model's pick per context (ctx_guard)... */
 	uint32_t guard_wakes; /* ...for at most this many timeouts a gap */
@@ -138,7 +137,6 @@ struct adaptive {
 	uint64_t young_buy_ns;        /* while young: the price of a sleep, B + lambda L */
 	uint64_t next_decay;          /* samples at the next halving (every DECAY_EVERY) */
 	uint64_t next_check;          /* samples at the next update or halving */
-	bool lock_in;                 /* the last round found a burst: the loop is behind */
 	bool superpose;               /* superpose=0: the context rule alone */
 	bool per_source;              /* the loop tells which source each round served */
 	uint32_t slot_ctx;            /* GAP_CONTEXTS x the slot of the source served last */

@@ -64,16 +64,6 @@ nap_pays(struct adaptive *a, const struct evd_policy_input *in)
 	return a->nap_burst > 0 && a->nap_burst * (double)a->nap_ns >= 2.0 * a->nap_gap;
 }
 
-/* Spin while under the gap's threshold, or for B after a round that found
- * a burst (the loop is behind: a sleep would cost each queued completion
- * its wake latency). */
-static inline bool
-spin_on(const struct adaptive *a, const struct evd_policy_input *in)
-{
-	return in->idle_ns < a->threshold_ns ||
-	       (a->lock_in && a->lock_in_pays && in->idle_ns < a->env->sleep_wake_ns);
-}
-
 /* The decision at an empty round, in its steps: at a gap's first empty
  * round its cold rules, a nap, the superposition's threshold; then spin,
  * or sleep under the guard. */
@@ -97,7 +87,7 @@ evd__adaptive_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
 	a->napping = false;
 	if (in->idle_rounds == 1 && a->superposed != 0)
 		evd__superpose_choose(a);
-	if (spin_on(a, in))
+	if (in->idle_ns < a->threshold_ns)
 		return EVD_ACTION_POLL;
 	*arg = sleep_arg(a, in);
 	a->asked_ns = *arg;

@@ -115,8 +115,6 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 		adaptive_destroy(a);
 		return -ENOMEM;
 	}
-	/* lock-in buys priced latency: off where L(B) is free (lambda_pct=0, a budget over it) */
-	a->lock_in_pays = a->lambda * priced(a, evd_policy_env_wake_ns(env, env->sleep_wake_ns)) > 0;
 	/* bounded: a given environment may hold any B and L, lambda_pct goes to 10^6 */
 	a->young_buy_ns = (uint64_t)fmin((double)env->sleep_wake_ns +
 					 a->lambda * priced(a, (double)env->wake_ns[0]), 1e12);
@@ -163,18 +161,14 @@ events_rare(struct adaptive *a)
 	a->threshold_ns = a->ctx_threshold[a->ctx];
 }
 
-/* A round found completions: the idle gap before it is one sample. A round
- * that found a burst (more than one) means work queued while the loop was
- * busy: a sleep now would cost every queued completion its wake latency and
- * the producers their doorbells, so the loop locks in and spins at least B
- * (the ski-rental rule) before sleeping. */
+/* A round found completions: the idle gap before it is one sample. */
 static void
 adaptive_events(void *st, uint64_t now, uint32_t n)
 {
 	struct adaptive *a = st;
 	uint64_t last = a->last_event_ns;
 
-	a->lock_in = n > 1;
+	RTE_SET_USED(n);
 	a->last_event_ns = now;
 	if (likely(now >= last)) { /* UINT64_MAX before the first */
 		uint64_t g = seen_gap(a, now, last);
