@@ -1908,6 +1908,57 @@ test_first_loop_takes_defaults(void)
 	printf("  the first adaptive evd_loop_create: %" PRIu64 " us\n", (t1 - t0) / 1000);
 }
 
+/* Runs of 30 us gaps, each ended by one gap of 2 ms: every @p every-th
+ * gap. Returns how many of the last 2000 gaps adaptive slept in, and in
+ * *long_slept how many of those were long ones. */
+static uint64_t
+p99_mix(const char *spec, int every, uint64_t *long_slept)
+{
+	struct evd_policy *p;
+	uint64_t now = 1000000000ull, slept = 0;
+
+	*long_slept = 0;
+	CHECK_EQ(evd_policy_create(spec, &p), 0);
+	for (int i = 0; i < 12000; i++) {
+		bool lng = i % every == every - 1;
+
+		if (live_gap(p, &now, lng ? 2000000 : 30000) && i >= 10000) {
+			slept++;
+			*long_slept += lng;
+		}
+	}
+	evd_policy_destroy(p);
+	return slept;
+}
+
+/* p99_us=N: at most 1 % of the gaps may end later than N. Here every
+ * sleep wakes later than 5 us (L is 10.8 us or more), and sleeping a 30 us
+ * gap costs less than spinning it: the default sleeps them all. With one
+ * long gap in 200 the target allows sleeping the long ones only (0.5 %);
+ * with one in 50 (2 %) it allows none of them: spinning 2 ms is the price
+ * of the target. */
+static void
+test_adaptive_p99(void)
+{
+	uint64_t s, l;
+
+	s = p99_mix("adaptive", 200, &l);
+	printf("  default, 1 long gap in 200: %" PRIu64 " of 2000 slept\n", s);
+	CHECK(s > 1000);
+	s = p99_mix("adaptive:p99_us=5", 200, &l);
+	printf("  p99_us=5, 1 long gap in 200: %" PRIu64 " slept, %" PRIu64 " of them long\n", s, l);
+	CHECK(s <= 20 && l >= 5);
+	s = p99_mix("adaptive:p99_us=5", 50, &l);
+	printf("  p99_us=5, 1 long gap in 50: %" PRIu64 " slept\n", s);
+	CHECK(s <= 20);
+	/* the target prices latency itself */
+	CHECK_EQ(evd_policy_create("adaptive:p99_us=5,lambda_pct=100", &(struct evd_policy *){ NULL }),
+		 -EINVAL);
+	CHECK_EQ(evd_policy_create("adaptive:p99_us=5,budget_us=5", &(struct evd_policy *){ NULL }),
+		 -EINVAL);
+	CHECK_EQ(evd_policy_create("adaptive:p99_us=0", &(struct evd_policy *){ NULL }), -EINVAL);
+}
+
 /* Give the process's policies an environment (before any is created): B,
  * then L after 10 us, 100 us, 1 ms and 10 ms. */
 static void
@@ -1955,6 +2006,11 @@ main(int argc, char **argv)
 		TEST(test_adaptive_window_cold);
 		TEST(test_adaptive_window_bursts);
 		TEST(test_adaptive_guard_reach);
+		return 0;
+	}
+	if (argc > 1 && strcmp(argv[1], "p99") == 0) {
+		on_env(5581, 10773, 10773, 86585, 101382); /* calibration-score.txt's */
+		TEST(test_adaptive_p99);
 		return 0;
 	}
 	if (argc > 1 && strcmp(argv[1], "napretry") == 0) {

@@ -474,7 +474,7 @@ check "sources with jitter over half the period" 2 "$testevd" --score \
 # spins (the gaps are far under B + L); with budget_us=100 it naps (about
 # 100 - L us, nothing armed) and serves what gathered in one round: far
 # less CPU, and every arrival within the budget (the nap plus its lateness,
-# to the lateness tracker's steps); the oracle neither naps nor batches
+# to the lateness tracker's steps)
 check "score, latency budget" 0 "$testevd" --score --compare --calibration "$tmp/cal.txt" \
 	--trace poisson:rate=200000 --events 20000 --budget-us 100 --json "$tmp/bud.json"
 python3 - "$tmp/bud.json" <<'PY' || fail=1
@@ -491,6 +491,28 @@ print(f"ok: budget 100 us: adaptive {ad['cpu_pct']:.1f} % CPU, with the budget {
 PY
 check "--budget-us without --score" 2 "$testevd" --budget-us 100
 check "--budget-us out of range" 2 "$testevd" --score --trace day --budget-us 1000001
+# a p99 target on the fixed cost model, where every wake takes 16 us or
+# more: at 20k arrivals/s (gaps of 50 us on average) the default sleeps
+# through most gaps, each arrival then 16 us late; adaptive:p99_us=10 may
+# leave 1 % of them late, so it spins through all but the longest, at a
+# CPU near the cheapest threshold that meets the target in hindsight
+check "score, p99 target" 0 "$testevd" --score --compare --calibration "$tmp/cal.txt" \
+	--trace poisson:rate=20000 --events 20000 --p99-us 10 --json "$tmp/p99.json"
+python3 - "$tmp/p99.json" <<'PY' || fail=1
+import json, sys
+a = {r["policy"]: r for r in json.load(open(sys.argv[1]))}
+t, d = a["adaptive:p99_us=10"], a["adaptive"]
+assert all(r["p99_target_us"] == 10 for r in a.values()), a
+assert t["p99_met"] and t["late_share"] <= 0.01 and t["latency_us"]["p99"] <= 10.5, t
+assert not d["p99_met"] and d["late_share"] > 0.5, d
+assert t["cpu_vs_hindsight_p99"] <= 1.1 and t["cpu_pct"] < a["poll"]["cpu_pct"], t
+print(f"ok: p99 target 10 us: {100 * t['late_share']:.2f} % late at {t['cpu_pct']:.1f} % CPU "
+      f"({t['cpu_vs_hindsight_p99']:.3f} x the cheapest threshold that meets it); the default "
+      f"{100 * d['late_share']:.1f} % late")
+PY
+check "--p99-us without --score" 2 "$testevd" --p99-us 100
+check "--p99-us 0" 2 "$testevd" --score --trace day --p99-us 0
+check "p99_us with lambda_pct" 2 "$testevd" --score --trace day --policy adaptive:p99_us=10,lambda_pct=200
 # the same in real time on the ring: naps, nothing lost, no lost wakeup
 check "ring, latency budget" 0 "$testevd" --no-progress --trace poisson:rate=100000 --events 20000 \
 	--policy adaptive:budget_us=5000 --json "$tmp/budring.json"

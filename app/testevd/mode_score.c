@@ -79,6 +79,9 @@ static uint64_t max_sleep_ns = (uint64_t)EVD_DEFAULT_MAX_SLEEP_US * 1000;
 static const struct evd_policy_env *env;
 static double b_ns;
 static double budget_ns; /* --budget-us: added latency up to it is free */
+static double target_ns; /* --p99-us: the p99 of added latency a run should meet (0: none) */
+/* a p99 is met with this share of arrivals later than it, or less */
+#define P99_SHARE 0.01
 
 /* The cost model is the policies' own: the environment the library
  * measured at start. */
@@ -390,25 +393,36 @@ hs_t(int j)
 
 struct hindsight {
 	double cost; /* the best single threshold's, ns: what vs_hindsight divides by */
+	double p99_cpu, p99_t_ns; /* --p99-us: the cheapest threshold that meets it, its CPU */
 	double ratio, ctx_ratio;
 	double t_ns, ctx_t_ns[HS_GAPS]; /* the first source's; INFINITY: never sleep */
 	int sources;
 };
 
 /* A gap g under spin threshold th: spun through (g), or th spun and the
- * rest slept, woken after the last halt (*halt, then this sleep's). */
+ * rest slept, woken after the last halt (*halt, then this sleep's). Its
+ * CPU, and its added latency in *late. */
 static inline double
-threshold_gap_cost(double g, double th, double lambda, uint64_t *halt)
+threshold_gap(double g, double th, uint64_t *halt, double *late)
 {
 	uint64_t sl;
-	double c;
 
+	*late = 0;
 	if (g <= th)
 		return g;
 	sl = (uint64_t)(g - th);
-	c = th + b_ns + lambda * over(wake_after(sl, *halt));
+	*late = wake_after(sl, *halt);
 	*halt = sl;
-	return c;
+	return th + b_ns;
+}
+
+/* ...and its cost */
+static inline double
+threshold_gap_cost(double g, double th, double lambda, uint64_t *halt)
+{
+	double late, cpu = threshold_gap(g, th, halt, &late);
+
+	return cpu + lambda * over(late);
 }
 
 /* The cost of one threshold per context (thr[ctx]) over the whole trace,
@@ -475,8 +489,9 @@ hindsight(const struct trace *t, double lambda, double oracle_cost, struct hinds
 	int ctx = HS_GAPS - 1;
 	uint32_t ids[HS_SOURCES];
 	int n_ids = 0;
-	double all_best = INFINITY, ctx_sum = 0, th[HS_T], thr[HS_CTX];
+	double all_best = INFINITY, ctx_sum = 0, th[HS_T], thr[HS_CTX], cpu[HS_T] = { 0 };
 	uint64_t halt[HS_T]; /* each threshold's last sleep: the window's state */
+	uint64_t late[HS_T] = { 0 }; /* --p99-us: each threshold's arrivals later than it */
 	bool used[HS_CTX] = { false };
 
 	if (c == NULL || cx == NULL) {
@@ -493,8 +508,13 @@ hindsight(const struct trace *t, double lambda, double oracle_cost, struct hinds
 
 		cx[i] = (uint8_t)ctx;
 		used[ctx] = true;
-		for (int j = 0; j < HS_T; j++)
-			c[ctx][j] += threshold_gap_cost(g, th[j], lambda, &halt[j]);
+		for (int j = 0; j < HS_T; j++) {
+			double l, u = threshold_gap(g, th[j], &halt[j], &l);
+
+			c[ctx][j] += u + lambda * over(l);
+			cpu[j] += u;
+			late[j] += l > target_ns;
+		}
 		ctx = hs_context(t->gap_ns[i]) + HS_GAPS * hs_source(ids, &n_ids, t->source[i]);
 	}
 	for (int j = 0; j < HS_T; j++) {
@@ -507,6 +527,13 @@ hindsight(const struct trace *t, double lambda, double oracle_cost, struct hinds
 			h->t_ns = th[j];
 		}
 	}
+	/* never sleeping meets any target */
+	h->p99_cpu = INFINITY;
+	for (int j = 0; j < HS_T; j++)
+		if ((double)late[j] <= P99_SHARE * (double)t->n && cpu[j] < h->p99_cpu) {
+			h->p99_cpu = cpu[j];
+			h->p99_t_ns = th[j];
+		}
 	for (int k = 0; k < HS_CTX; k++) {
 		double best = INFINITY;
 
@@ -560,6 +587,7 @@ struct score {
 	char policy[TESTEVD_POLICY_MAX];
 	double cost, oracle_cost, cpu_ns, total_ns;
 	uint64_t switches, sleeps, naps, events;
+	uint64_t late; /* --p99-us: arrivals served later than it */
 	struct hist lat;
 	/* --timeline: per window of the trace's time */
 	double tl_window_ns;
@@ -732,6 +760,7 @@ vrun_consume(struct evd_source *src, void *burst, uint16_t n, void *arg)
 		v->s->tl_arrivals[RTE_MIN((int)((double)(ev[i].stamp - v->base) / v->s->tl_window_ns),
 					  TL_WINDOWS - 1)]++;
 		v->s->cost += v->lambda * over(late);
+		v->s->late += target_ns > 0 && late > target_ns;
 		hist_add(&v->s->lat, (uint64_t)late);
 		v->s->events++;
 		v->n_served++;
@@ -844,6 +873,20 @@ score_cpu_pct(const struct score *s)
 	return s->total_ns > 0 ? 100.0 * s->cpu_ns / s->total_ns : 0;
 }
 
+/* --p99-us: met (no more than P99_SHARE of the arrivals later), and its CPU
+ * over that of the cheapest threshold in hindsight that meets it */
+static bool
+score_p99_met(const struct score *s)
+{
+	return (double)s->late <= P99_SHARE * (double)s->events;
+}
+
+static double
+score_vs_hindsight_p99(const struct score *s, const struct hindsight *h)
+{
+	return h->p99_cpu > 0 ? s->cpu_ns / h->p99_cpu : 1.0;
+}
+
 static void
 score_json(FILE *f, const struct score *s, const char *trace, const struct hindsight *h, bool last)
 {
@@ -862,6 +905,13 @@ score_json(FILE *f, const struct score *s, const char *trace, const struct hinds
 		h->cost, score_vs_hindsight(s, h), score_cpu_pct(s),
 		(double)hist_pct(&s->lat, 0.5) / 1e3, (double)hist_pct(&s->lat, 0.99) / 1e3,
 		(double)hist_pct(&s->lat, 0.999) / 1e3, s->switches, s->sleeps, s->naps, budget_ns / 1e3);
+	if (target_ns > 0)
+		fprintf(f, "\"p99_target_us\": %.0f, \"p99_met\": %s, \"late_share\": %.6f, "
+			"\"hindsight_p99_cpu_pct\": %.3f, \"cpu_vs_hindsight_p99\": %.6f, ",
+			target_ns / 1e3, score_p99_met(s) ? "true" : "false",
+			s->events > 0 ? (double)s->late / (double)s->events : 0,
+			s->total_ns > 0 ? 100.0 * h->p99_cpu / s->total_ns : 0,
+			score_vs_hindsight_p99(s, h));
 	report_json_calibration(f);
 	fprintf(f, "}%s\n", last ? "" : ",");
 }
@@ -890,8 +940,8 @@ score_mode(const struct opts *o)
 {
 	static const char *const all[] = { "adaptive", "poll", "intr", "l3fwd", "pmdmgmt", "napi",
 					   "haltpoll", "ski2", "ski-rand" };
-	char budgeted[TESTEVD_POLICY_MAX];
-	const char *list[RTE_DIM(all) + 1];
+	char budgeted[TESTEVD_POLICY_MAX], targeted[TESTEVD_POLICY_MAX];
+	const char *list[RTE_DIM(all) + 2];
 	size_t n = 0;
 	struct score *s;
 	const struct trace *t;
@@ -911,6 +961,10 @@ score_mode(const struct opts *o)
 			snprintf(budgeted, sizeof(budgeted), "adaptive:budget_us=%" PRIu64, o->budget_us);
 			list[n++] = budgeted;
 		}
+		if (o->p99_us != 0) { /* the adaptive that knows the target */
+			snprintf(targeted, sizeof(targeted), "adaptive:p99_us=%" PRIu64, o->p99_us);
+			list[n++] = targeted;
+		}
 	} else {
 		list[n++] = o->policy;
 	}
@@ -918,6 +972,7 @@ score_mode(const struct opts *o)
 	if (s == NULL)
 		return EXIT_RUNTIME;
 	budget_ns = (double)o->budget_us * 1000;
+	target_ns = (double)o->p99_us * 1000;
 	if (o->max_sleep_us != 0)
 		max_sleep_ns = (uint64_t)o->max_sleep_us * 1000;
 	t = o->trace_data; /* loaded and checked before the run (main) */
@@ -973,6 +1028,12 @@ score_mode(const struct opts *o)
 		       score_ratio(&s[i]), buf[0], score_cpu_pct(&s[i]),
 		       (double)hist_pct(&s[i].lat, 0.5) / 1e3, (double)hist_pct(&s[i].lat, 0.99) / 1e3,
 		       (double)hist_pct(&s[i].lat, 0.999) / 1e3, s[i].switches);
+		if (target_ns > 0 && hrc >= 0)
+			printf("    p99 <= %.0f us %s (%.2f %% of arrivals later), CPU %.3f x the "
+			       "cheapest threshold that meets it\n", target_ns / 1e3,
+			       score_p99_met(&s[i]) ? "met" : "NOT met",
+			       s[i].events > 0 ? 100.0 * (double)s[i].late / (double)s[i].events : 0,
+			       score_vs_hindsight_p99(&s[i], &h));
 	}
 	rc = hrc;
 	if (rc >= 0) {
@@ -985,6 +1046,10 @@ score_mode(const struct opts *o)
 		       us_or_never(h.ctx_t_ns[1], buf[1], sizeof(buf[1])),
 		       us_or_never(h.ctx_t_ns[2], buf[2], sizeof(buf[2])),
 		       us_or_never(h.ctx_t_ns[3], buf[3], sizeof(buf[3])));
+		if (target_ns > 0)
+			printf("  the cheapest threshold with p99 <= %.0f us: %s, CPU %.2f %%\n",
+			       target_ns / 1e3, us_or_never(h.p99_t_ns, buf[0], sizeof(buf[0])),
+			       span_ns > 0 ? 100.0 * h.p99_cpu / span_ns : 0);
 	}
 	printf("\n");
 	if (rc >= 0 && o->json != NULL) {

@@ -50,9 +50,10 @@ testevd_usage(FILE *f, const char *prog)
 		"\n"
 		"What to run:\n"
 		"  --policy SPEC     policy (default adaptive): poll, intr,\n"
-		"                    adaptive[:budget_us=N,lambda_pct=N,spin_max_us=N,nap=0|1,\n"
-		"                    guard_us=N,guard_for_us=N,...] (budget_us: a\n"
-		"                    latency budget; guard_us: a bound on each sleep)\n"
+		"                    adaptive[:p99_us=N,budget_us=N,lambda_pct=N,spin_max_us=N,\n"
+		"                    nap=0|1,guard_us=N,guard_for_us=N,...] (p99_us: a latency\n"
+		"                    target; budget_us: a latency budget; guard_us: a bound on\n"
+		"                    each sleep)\n"
 		"                    or a baseline: l3fwd, pmdmgmt, napi, haltpoll, ski2, ski-rand\n"
 		"  --pattern NAME    arrival pattern (default demo):\n",
 		prog);
@@ -99,6 +100,10 @@ testevd_usage(FILE *f, const char *prog)
 		"  --budget-us N     --score: a latency budget: added latency up to N us is free,\n"
 		"                    lambda prices the rest (default 0; 0..1000000); with\n"
 		"                    --compare, adaptive:budget_us=N joins the policies\n"
+		"  --p99-us N        --score: a latency target: whether each policy's p99 of\n"
+		"                    added latency is N us or less, and its CPU against the\n"
+		"                    cheapest spin threshold in hindsight that meets it (1..1000000);\n"
+		"                    with --compare, adaptive:p99_us=N joins the policies\n"
 		"  --calibration F   use B and L(g) from F instead of measuring them at start\n"
 		"                    (testevd measures them where a policy of the run prices\n"
 		"                    with them: adaptive, ski2, ski-rand), and\n"
@@ -201,7 +206,7 @@ int
 testevd_parse_opts(int argc, char **argv, struct opts *o)
 {
 	enum { O_POLICY = 256, O_DURATION, O_PATTERN, O_RATE, O_SEED, O_JSON, O_COMPARE,
-	       O_NOPROGRESS, O_MAXSLEEP, O_ROUNDS, O_SOURCE, O_SEMANTICS, O_DEVICE, O_PORT, O_QUEUES, O_SEND, O_SEND_DELAY, O_PROBE_ARM, O_RAW, O_SCORE, O_TRACE, O_SPEEDUP, O_EVENTS, O_LAMBDA, O_BUDGET, O_ECHO, O_FORWARD, O_PEER_PID, O_TIMELINE, O_CALIB, O_SAVE_CALIB, O_LINGER, O_HELP };
+	       O_NOPROGRESS, O_MAXSLEEP, O_ROUNDS, O_SOURCE, O_SEMANTICS, O_DEVICE, O_PORT, O_QUEUES, O_SEND, O_SEND_DELAY, O_PROBE_ARM, O_RAW, O_SCORE, O_TRACE, O_SPEEDUP, O_EVENTS, O_LAMBDA, O_BUDGET, O_P99, O_ECHO, O_FORWARD, O_PEER_PID, O_TIMELINE, O_CALIB, O_SAVE_CALIB, O_LINGER, O_HELP };
 	static const struct option lo[] = {
 		{ "policy", required_argument, NULL, O_POLICY },
 		{ "duration", required_argument, NULL, O_DURATION },
@@ -234,6 +239,7 @@ testevd_parse_opts(int argc, char **argv, struct opts *o)
 		{ "events", required_argument, NULL, O_EVENTS },
 		{ "lambda", required_argument, NULL, O_LAMBDA },
 		{ "budget-us", required_argument, NULL, O_BUDGET },
+		{ "p99-us", required_argument, NULL, O_P99 },
 		{ "send-delay", required_argument, NULL, O_SEND_DELAY },
 		{ "help", no_argument, NULL, O_HELP },
 		{ NULL, 0, NULL, 0 },
@@ -370,6 +376,11 @@ testevd_parse_opts(int argc, char **argv, struct opts *o)
 			o->budget_us = u;
 			o->budget_given = true;
 			break;
+		case O_P99:
+			if (parse_u64(optarg, 1, 1000000, &u) < 0)
+				return bad(prog, "invalid --p99-us '%s' (1..1000000)", optarg);
+			o->p99_us = u;
+			break;
 		case O_LINGER:
 			if (parse_double(optarg, 0, 3600, &o->linger_s) < 0)
 				return bad(prog, "invalid --linger '%s' (0..3600 s)", optarg);
@@ -465,6 +476,9 @@ testevd_parse_opts(int argc, char **argv, struct opts *o)
 	if (o->budget_given && !o->score)
 		return bad(prog, "--budget-us applies to --score only (a policy takes "
 			   "adaptive:budget_us=N)%s", "");
+	if (o->p99_us != 0 && !o->score)
+		return bad(prog, "--p99-us applies to --score only (a policy takes "
+			   "adaptive:p99_us=N)%s", "");
 	if (o->score && (o->send || o->raw_epoll || strcmp(o->source, "ring") != 0))
 		return bad(prog, "--score runs no source: no --source, --send or --raw-epoll%s", "");
 	if (o->raw_epoll && (o->send || o->compare || strcmp(o->source, "ring") != 0))

@@ -48,6 +48,7 @@ struct opts {
 	const char *save_calibration; /* --save-calibration FILE: measure and write them */
 	double lambda;         /* --lambda: the price of a ns of latency in ns of CPU */
 	uint64_t budget_us;    /* --budget-us: --score's latency budget (free up to it) */
+	uint64_t p99_us;       /* --p99-us: --score's latency target (0: none) */
 	uint64_t events;       /* --events N: arrivals a generator makes */
 	const char *policy;
 	const char *pattern;

@@ -26,6 +26,11 @@
  *   (EVD_ACTION_NAP) while arrivals come two or more a nap; and it bounds
  *   its sleeps where the model says that pays (the guard).
  *   Keys:
+ *   `p99_us` (a latency target, 1..1000000: the least CPU for which at most
+ *   1 % of completions wait more than N us for the loop, as the model
+ *   foretells them; a completion later than N is priced in CPU, the price
+ *   learned at each update; naps fit within N; not with `budget_us` or
+ *   `lambda_pct`),
  *   `budget_us` (the latency budget: added latency up to it is free,
  *   0..1000000; default 0: none),
  *   `spin_max_us` (cap on the learned spin threshold, 0..1000000),

@@ -57,9 +57,10 @@ struct guard_bound {
  * many times (doc/guides/policies.md, "Adaptive's state").
  */
 struct adaptive_tables {
-	double lambda, lat_budget_ns; /* the prices they were made with */
-	double cost[GAP_BINS + 1][GAP_BINS];
-	double cost_cold[GAP_BINS + 1][GAP_BINS]; /* with a window: the sleep's wake cold */
+	double lat_budget_ns, target_ns; /* the latency prices they were made with */
+	double cpu[GAP_BINS + 1][GAP_BINS], lat[GAP_BINS + 1][GAP_BINS]; /* cost: cpu + lambda lat */
+	double cpu_cold[GAP_BINS + 1][GAP_BINS]; /* with a window: the sleep's wake cold */
+	double lat_cold[GAP_BINS + 1][GAP_BINS];
 	float past[GAP_BINS + 1][GAP_BINS]; /* with a window: evd__bin_past() */
 	uint64_t t_ns[GAP_BINS + 1];
 	double bin_mid[GAP_BINS];          /* bin_value(i) */
@@ -90,6 +91,8 @@ struct adaptive {
 	double lambda;
 	uint64_t cap_ns;      /* spin_max_us, or UINT64_MAX */
 	double lat_budget_ns; /* budget_us: added latency up to this is free (0: none) */
+	double target_ns;     /* p99_us: a completion later than this costs lambda, one earlier
+			       * nothing; lambda then learned (target.c) (0: none) */
 	uint64_t nap_ns;      /* the nap the budget leaves room for (0: none) */
 	double nap_late_ns;   /* how late a nap ends: its 90th percentile, learned */
 	uint64_t last_gap_ns; /* the gap that ended at the last completion */
@@ -99,7 +102,8 @@ struct adaptive {
 	double nap_gap, nap_burst; /* at the idle gaps: gap and completions, averaged (naps only) */
 	bool naps_late;       /* naps stopped: they ended too late for the budget */
 	uint64_t guard_ns;    /* the bound on a sleep while traffic is recent, or UINT64_MAX */
-	bool guard_auto;      /* guard_us unset: the model's pick per context (ctx_guard)... */
+	bool guard_model;     /* guard_us unset: the model may bound... */
+	bool guard_auto;      /* ...and does, by its pick per context (ctx_guard)... */
 	uint32_t guard_wakes; /* ...for at most this many timeouts a gap */
 	/* one histogram per context (the length of the previous gap),
 	 * since gaps come in runs (bursts, then silence): n_ctx_used of them,
@@ -199,10 +203,13 @@ halve(double w)
 	return w < 1e-30 ? 0 : w * 0.5;
 }
 
-/* The priced part of an added latency: what exceeds the budget. */
+/* The priced part of an added latency: what exceeds the budget; under a
+ * p99 target, whether it exceeds the target (lambda is then per completion). */
 static inline double
 priced(const struct adaptive *a, double latency_ns)
 {
+	if (a->target_ns > 0)
+		return latency_ns > a->target_ns;
 	return fmax(latency_ns - a->lat_budget_ns, 0);
 }
 
@@ -263,7 +270,11 @@ void evd__nap_length(struct adaptive *a);
 void evd__naps_retry(struct adaptive *a);
 void evd__nap_wake(struct adaptive *a, uint64_t slept, enum evd_wake_reason why);
 
+/* target.c */
+double evd__target_lambda(const struct adaptive *a, const double *all, const double *n);
+
 /* learn.c */
+void evd__lambda_set(struct adaptive *a, double lambda);
 void evd__young_threshold(struct adaptive *a);
 void evd__adaptive_update(struct adaptive *a);
 

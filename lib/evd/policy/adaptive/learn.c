@@ -8,6 +8,23 @@
 
 #include "adaptive.h"
 
+/* The price of latency, and what follows from it: the young price, the
+ * guard's timeouts and bounds. */
+void
+evd__lambda_set(struct adaptive *a, double lambda)
+{
+	const struct evd_policy_env *env = a->env;
+
+	a->lambda = lambda;
+	/* bounded: a given environment may hold any B and L, lambda_pct goes to 10^6 */
+	a->young_buy_ns = (uint64_t)fmin((double)env->sleep_wake_ns +
+					 a->lambda * priced(a, (double)env->wake_ns[0]), 1e12);
+	a->guard_wakes = (uint32_t)fmin(a->lambda * priced(a, evd__wake_most(env)) /
+					 fmax((double)env->sleep_wake_ns, 1.0), 1000.0);
+	a->guard_auto = a->guard_model && a->guard_wakes > 0;
+	evd__guard_bounds_init(a);
+}
+
 /* Ski rental while the histogram is young, the price of buying being what a
  * sleep costs in this model (B and the least priced wake latency), not B
  * alone, so that gaps cheaper to spin than a priced sleep are spun. */
@@ -30,6 +47,8 @@ learn_threshold(struct adaptive *a, bool decay)
 			cls[c % GAP_CONTEXTS][i] += a->w[c][i];
 			n[c] += a->w[c][i];
 		}
+	if (a->target_ns > 0)
+		evd__lambda_set(a, evd__target_lambda(a, all, n));
 	/* The window is weighed only where 1 % or more of the gaps a rule might
 	 * sleep in (4 us or more, not a burst's, which would hide the few long
 	 * gaps that shut it) outlast it: else the cold rules are the warm ones,

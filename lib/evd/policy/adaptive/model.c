@@ -28,16 +28,22 @@ evd__gap_bin(uint64_t g)
 	return gap_bin(g);
 }
 
-/* The model's cost of a gap g under threshold t: spun through (g <= t),
- * or t spun, then a sleep (B) and its priced wake latency (cold: after a
- * halt past the window). */
+/* The model's cost of a gap g under threshold t, as its CPU and its priced
+ * wake latency (*lat, before lambda): spun through (g <= t), or t spun,
+ * then a sleep (B) and its wake (cold: after a halt past the window). */
+static double
+cpu_lat_at(const struct adaptive *a, double g, double t, bool cold, double *lat)
+{
+	*lat = g <= t ? 0 : priced(a, wake_lat_after(a, g - t, cold ? INFINITY : 0));
+	return g <= t ? g : t + (double)a->env->sleep_wake_ns;
+}
+
 double
 evd__model_cost_at(const struct adaptive *a, double g, double t, bool cold)
 {
-	if (g <= t)
-		return g;
-	return t + (double)a->env->sleep_wake_ns +
-	       a->lambda * priced(a, wake_lat_after(a, g - t, cold ? INFINITY : 0));
+	double lat, cpu = cpu_lat_at(a, g, t, cold, &lat);
+
+	return cpu + a->lambda * lat;
 }
 
 double
@@ -75,23 +81,30 @@ evd__priced_wake_share(const struct adaptive *a, double s, double past, bool pre
 
 /* The model's cost of a gap of bin i (@p g, its middle) that starts warm
  * under threshold t, with a window: the bin's share that sleeps past W
- * wakes cold (*past). */
+ * wakes cold (*past); as cpu_lat_at. */
+static double
+bin_cpu_lat_warm(const struct adaptive *a, int i, double g, double t, double *past, double *lat)
+{
+	*past = evd__bin_past(a, i, t);
+	*lat = g <= t ? 0 : evd__priced_wake_share(a, g - t, *past, false);
+	return g <= t ? g : t + (double)a->env->sleep_wake_ns;
+}
+
 double
 evd__bin_cost_warm(const struct adaptive *a, int i, double g, double t, double *past)
 {
-	*past = evd__bin_past(a, i, t);
-	if (g <= t)
-		return g;
-	return t + (double)a->env->sleep_wake_ns +
-	       a->lambda * evd__priced_wake_share(a, g - t, *past, false);
+	double lat, cpu = bin_cpu_lat_warm(a, i, g, t, past, &lat);
+
+	return cpu + a->lambda * lat;
 }
 
-/* The cost tables of the model, for @p a's environment and prices. */
+/* The cost tables of the model, for @p a's environment and latency prices
+ * (lambda apart, so that one set serves every lambda). */
 static void
 cost_table(const struct adaptive *a, struct adaptive_tables *tb)
 {
-	tb->lambda = a->lambda;
 	tb->lat_budget_ns = a->lat_budget_ns;
+	tb->target_ns = a->target_ns;
 	for (int i = 0; i < GAP_BINS; i++) {
 		tb->bin_mid[i] = bin_value(i);
 		tb->bin_ctx[i] = gap_context((uint64_t)tb->bin_mid[i]);
@@ -105,12 +118,13 @@ cost_table(const struct adaptive *a, struct adaptive_tables *tb)
 			double past;
 
 			if (!a->window) {
-				tb->cost[j][i] = evd__model_cost(a, tb->bin_mid[i], t);
+				tb->cpu[j][i] = cpu_lat_at(a, tb->bin_mid[i], t, false, &tb->lat[j][i]);
 				continue;
 			}
-			tb->cost[j][i] = evd__bin_cost_warm(a, i, tb->bin_mid[i], t, &past);
+			tb->cpu[j][i] = bin_cpu_lat_warm(a, i, tb->bin_mid[i], t, &past,
+							 &tb->lat[j][i]);
 			tb->past[j][i] = (float)past;
-			tb->cost_cold[j][i] = evd__model_cost_at(a, tb->bin_mid[i], t, true);
+			tb->cpu_cold[j][i] = cpu_lat_at(a, tb->bin_mid[i], t, true, &tb->lat_cold[j][i]);
 		}
 	}
 }
@@ -125,7 +139,7 @@ tables_make(const struct adaptive *a)
 	return tb;
 }
 
-/* Sets of tables shared: one per pair of prices in use, up to this many. */
+/* Sets of tables shared: one per latency price in use, up to this many. */
 #define SHARED_TABLES 8
 static pthread_mutex_t tables_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct adaptive_tables *shared_tables[SHARED_TABLES]; /* under tables_lock */
@@ -146,8 +160,8 @@ evd__tables_get(const struct adaptive *a, struct adaptive_tables **own)
 	if (a->env == evd_policy_env_peek(NULL)) {
 		pthread_mutex_lock(&tables_lock);
 		for (k = 0; k < SHARED_TABLES && shared_tables[k] != NULL; k++)
-			if (shared_tables[k]->lambda == a->lambda &&
-			    shared_tables[k]->lat_budget_ns == a->lat_budget_ns)
+			if (shared_tables[k]->lat_budget_ns == a->lat_budget_ns &&
+			    shared_tables[k]->target_ns == a->target_ns)
 				break;
 		if (k < SHARED_TABLES) {
 			if (shared_tables[k] == NULL)
@@ -174,7 +188,7 @@ evd__best_thresholds(const struct adaptive *a, const double *w, uint64_t *cold_t
 		double *least_c)
 {
 	const struct adaptive_tables *tb = a->tab;
-	double best = INFINITY, best_c = INFINITY;
+	double best = INFINITY, best_c = INFINITY, lambda = a->lambda;
 	uint64_t best_t = 0, best_tc = 0;
 	int nz[GAP_BINS] = { 0 }, n = 0, last = 0;
 
@@ -191,7 +205,7 @@ evd__best_thresholds(const struct adaptive *a, const double *w, uint64_t *cold_t
 
 		if (!a->win_live) {
 			for (int k = 0; k < n; k++)
-				cost += w[nz[k]] * tb->cost[j][nz[k]];
+				cost += w[nz[k]] * (tb->cpu[j][nz[k]] + lambda * tb->lat[j][nz[k]]);
 		} else {
 			double cost_c = 0;
 
@@ -200,8 +214,8 @@ evd__best_thresholds(const struct adaptive *a, const double *w, uint64_t *cold_t
 				double cold_cost = a->cold_cost[tb->bin_ctx[i]];
 				double past = tb->past[j][i];
 
-				cost += w[i] * (tb->cost[j][i] + past * cold_cost);
-				cost_c += w[i] * (tb->cost_cold[j][i] +
+				cost += w[i] * (tb->cpu[j][i] + lambda * tb->lat[j][i] + past * cold_cost);
+				cost_c += w[i] * (tb->cpu_cold[j][i] + lambda * tb->lat_cold[j][i] +
 						  (tb->bin_mid[i] <= tb->t_as_double[j]
 							   ? cold_cost
 							   : past * cold_cost));

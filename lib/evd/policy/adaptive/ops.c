@@ -64,9 +64,10 @@ static int
 adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct evd_policy_env *env,
 		void **state)
 {
-	uint64_t budget_us = 0, spin_max_us = UINT64_MAX, lambda_pct = 100, guard_us = GUARD_AUTO,
-		 nap = 1, superpose = 1, guard_for_us = UINT64_MAX;
+	uint64_t budget_us = 0, spin_max_us = UINT64_MAX, lambda_pct = UINT64_MAX, guard_us = GUARD_AUTO,
+		 nap = 1, superpose = 1, guard_for_us = UINT64_MAX, p99_us = 0;
 	const struct evd__policy_key keys[] = {
+		{ "p99_us", 1, 1000000, &p99_us },
 		{ "budget_us", 0, 1000000, &budget_us },
 		{ "spin_max_us", 0, 1000000, &spin_max_us },
 		{ "nap", 0, 1, &nap },
@@ -87,6 +88,12 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 			"without guard_us (the model's guard) or with guard_us=0 it has none");
 		return -EINVAL;
 	}
+	if (p99_us != 0 && (budget_us != 0 || lambda_pct != UINT64_MAX)) {
+		EVD_LOG(ERR, "policy adaptive: p99_us=N prices latency itself (a completion later than "
+			"N us against the CPU, the price learned): drop %s",
+			budget_us != 0 ? "budget_us" : "lambda_pct");
+		return -EINVAL;
+	}
 	{
 		struct evd__mem mem = evd__policy_mem();
 
@@ -104,9 +111,10 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 	a->superpose = superpose != 0;
 	a->slots[0].used = true;
 	a->slots[0].id = UINT32_MAX; /* the loop, until a source is named */
-	a->lambda = (double)lambda_pct / 100.0;
 	a->cap_ns = spin_max_us != UINT64_MAX ? spin_max_us * 1000 : UINT64_MAX;
-	a->lat_budget_ns = (double)budget_us * 1000;
+	/* a target is a budget too: naps fit within it */
+	a->target_ns = (double)p99_us * 1000;
+	a->lat_budget_ns = p99_us != 0 ? a->target_ns : (double)budget_us * 1000;
 	a->tab = evd__tables_get(a, &a->own_tab); /* (the environment and prices set above) */
 	a->w = evd__zalloc(&a->mem, GAP_CONTEXTS * sizeof(*a->w), 0); /* slot 0's: the loop's */
 	if (a->window)
@@ -115,25 +123,23 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 		adaptive_destroy(a);
 		return -ENOMEM;
 	}
-	/* bounded: a given environment may hold any B and L, lambda_pct goes to 10^6 */
-	a->young_buy_ns = (uint64_t)fmin((double)env->sleep_wake_ns +
-					 a->lambda * priced(a, (double)env->wake_ns[0]), 1e12);
-	if (nap && budget_us != 0) {
+	a->guard_model = guard_us == GUARD_AUTO;
+	/* a target's price, until the histograms tell one: the dearest */
+	evd__lambda_set(a, p99_us != 0 ? evd__target_lambda(a, NULL, NULL)
+				       : (double)(lambda_pct != UINT64_MAX ? lambda_pct : 100) / 100.0);
+	if (nap && a->lat_budget_ns > 0) {
 		/* until naps tell how late they end, a timed wait's T (L where
 		 * not measured): a nap ends by its timer, and on a VM that is
 		 * several times an eventfd's wake */
-		a->nap_late_ns = evd_policy_env_timeout_late_ns(env, budget_us * 1000);
+		a->nap_late_ns = evd_policy_env_timeout_late_ns(env, (uint64_t)a->lat_budget_ns);
 		evd__nap_length(a);
 		if (a->nap_ns == 0)
-			EVD_LOG(INFO, "policy adaptive: budget_us=%" PRIu64 " leaves no room for naps "
-				"(budget - T %.1f us, not over 2 B = %.1f us)", budget_us,
+			EVD_LOG(INFO, "policy adaptive: %s=%" PRIu64 " leaves no room for naps "
+				"(budget - T %.1f us, not over 2 B = %.1f us)",
+				p99_us != 0 ? "p99_us" : "budget_us", (uint64_t)(a->lat_budget_ns / 1e3),
 				(a->lat_budget_ns - a->nap_late_ns) / 1e3,
 				2.0 * (double)env->sleep_wake_ns / 1e3);
 	}
-	a->guard_wakes = (uint32_t)fmin(a->lambda * priced(a, evd__wake_most(env)) /
-					 fmax((double)env->sleep_wake_ns, 1.0), 1000.0);
-	a->guard_auto = guard_us == GUARD_AUTO && a->guard_wakes > 0;
-	evd__guard_bounds_init(a);
 	for (int c = 0; c < CONTEXTS; c++)
 		a->ctx_guard[c] = a->ctx_guard_cold[c] = UINT64_MAX; /* none until the first update */
 	a->pooled_guard = a->pooled_guard_cold = UINT64_MAX;
@@ -147,7 +153,8 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 	a->n_ctx_used = GAP_CONTEXTS; /* slot 0: the loop as its one source */
 	evd__young_threshold(a);
 	EVD_LOG(DEBUG, "policy adaptive: B %" PRIu64 " ns, lambda %.2f, cap %" PRIu64 " ns, "
-		"latency budget %.0f ns, nap %" PRIu64 " ns", env->sleep_wake_ns, a->lambda, a->cap_ns, a->lat_budget_ns, a->nap_ns);
+		"latency budget %.0f ns, nap %" PRIu64 " ns", env->sleep_wake_ns, a->lambda, a->cap_ns,
+		a->lat_budget_ns, a->nap_ns);
 	*state = a;
 	return 0;
 }
