@@ -110,6 +110,7 @@ struct adaptive {
 	 * GAP_CONTEXTS per slot in use, grown as sources take slots (w_room) */
 	float (*w)[GAP_BINS];
 	uint64_t samples;
+	uint64_t completions;         /* over the samples: a p99 is of completions, not gaps */
 	uint64_t last_event_ns;
 	int ctx;                      /* the context of the gap under way */
 	uint64_t threshold_ns;        /* for the gap under way */
