@@ -1839,9 +1839,9 @@ ra_invalid(struct ra_thr *t)
 	}
 	case 5: {
 		static const char *const bad[] = {
-			"", "intr:", "adaptive:bogus=1", "adaptive:budget_us=x", "poll:x=1",
-			"adaptive:budget_us=1,,spin_max_us=2", "adaptive:budget_us", ":",
-			"adaptive:budget_us=1,budget_us=2", "adaptive:spin_max_us=99999999",
+			"", "intr:", "adaptive:bogus=1", "adaptive:p99_us=x", "poll:x=1",
+			"adaptive:p99_us=1,,spin_max_us=2", "adaptive:p99_us", ":",
+			"adaptive:p99_us=1,p99_us=2", "adaptive:spin_max_us=99999999",
 		};
 		struct evd_loop_conf c = { .policy = bad[ra_rand(t, 10)] };
 

@@ -132,7 +132,7 @@ main(int argc, char **argv)
 		default: return 2;
 		}
 	}
-	policy = test_stress_policy(policy, spec, sizeof(spec), &naps);
+	policy = test_stress_policy(policy, spec, sizeof(spec), &naps, &conf.max_sleep_us);
 	conf.policy = policy;
 	c.per_cq = total / N_CQ;
 	c.total = c.per_cq * N_CQ;
@@ -185,7 +185,7 @@ main(int argc, char **argv)
 	CHECK_EQ(c.delivered, c.total);
 	CHECK_EQ(st.events, c.total);
 	CHECK_EQ(st.lost_wakeups, 0);
-	test_check_sleep_timeouts(policy, st.sleep_timeouts);
+	test_check_sleep_timeouts(policy, conf.max_sleep_us, st.sleep_timeouts);
 	if (naps)
 		CHECK(st.naps > 0); /* producers raced naps (and sleeps, where it slept) */
 	else

@@ -4,8 +4,8 @@
 # capture in bench/captures (x1 and x100), on both committed calibrations
 # (without and with a timeout's CPU and the host's halt window), no policy
 # scores under 1.0 (1e-9): the registered ones, adaptive with latency
-# priced 10x, naps (a budget) and the guard, scored with and without a
-# latency budget.
+# priced 10x and under p99 targets (its naps and bounds), scored with and
+# without a latency budget.
 set -u
 testevd=$1
 top=$2
@@ -38,8 +38,8 @@ for cal in "$top"/bench/results/calibration-score.txt "$top"/bench/results/calib
 			score cmp $c $tr --compare
 			score bud $c $tr --compare --budget-us 50
 			score lambda10 $c $tr --policy adaptive:lambda_pct=1000 --lambda 10
-			score guard $c $tr --policy adaptive:guard_us=100,guard_for_us=1000
-			score nap $c $tr --policy adaptive:budget_us=50
+			score p99 $c $tr --policy adaptive:p99_us=50 --p99-us 50
+			score nap $c $tr --policy adaptive:p99_us=200
 		}
 	done
 done

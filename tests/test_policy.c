@@ -48,20 +48,20 @@ test_spec_errors(void)
 		{ "", -EINVAL, "empty" },
 		{ "adaptive:", -EINVAL, "nothing after" },
 		{ "adaptive:foo=1", -EINVAL, "'foo'" },
-		{ "adaptive:budget_us=x", -EINVAL, "'budget_us'" },
-		{ "adaptive:budget_us=", -EINVAL, "'budget_us'" },
-		{ "adaptive:budget_us=-1", -EINVAL, "'budget_us'" },
-		{ "adaptive:budget_us=99999999999999999999999", -EINVAL, "'budget_us'" },
-		{ "adaptive:budget_us=2000000", -EINVAL, "budget_us" },
-		{ "adaptive:budget_us=1,budget_us=2", -EINVAL, "given twice" },
-		{ "adaptive:budget_us", -EINVAL, "'budget_us' has no value" },
-		{ "adaptive:budget_us=1,,nap=1", -EINVAL, "empty key" },
+		{ "adaptive:spin_max_us=x", -EINVAL, "'spin_max_us'" },
+		{ "adaptive:spin_max_us=", -EINVAL, "'spin_max_us'" },
+		{ "adaptive:spin_max_us=-1", -EINVAL, "'spin_max_us'" },
+		{ "adaptive:spin_max_us=99999999999999999999999", -EINVAL, "'spin_max_us'" },
+		{ "adaptive:spin_max_us=2000000", -EINVAL, "spin_max_us" },
+		{ "adaptive:spin_max_us=1,spin_max_us=2", -EINVAL, "given twice" },
+		{ "adaptive:spin_max_us", -EINVAL, "'spin_max_us' has no value" },
+		{ "adaptive:spin_max_us=1,,nap=1", -EINVAL, "empty key" },
 		{ "adaptive:nap=2", -EINVAL, "nap" },
 		{ "adaptive:superpose=2", -EINVAL, "superpose" },
 		{ "adaptive:spin_max_us=1000001", -EINVAL, "spin_max_us" },
 		{ "adaptive:Budget=1", -EINVAL, "'Budget'" },
 		{ "poll:x=1", -EINVAL, "'x'" },
-		{ "intr:budget_us=1", -EINVAL, "'budget_us'" },
+		{ "intr:spin_max_us=1", -EINVAL, "'spin_max_us'" },
 		{ "Adaptiv", -ENOENT, "(policies: adaptive, poll, intr" }, /* names the valid ones */
 		{ "ada ptive", -EINVAL, "bad policy name" },
 		{ "nosuch", -ENOENT, "'nosuch'" },
@@ -97,11 +97,11 @@ test_spec_ok(void)
 	static const char *good[] = {
 		"Adaptive", /* names are not case-sensitive */
 		"INTR",
-		"adaptive", "poll", "intr", "adaptive:budget_us=50",
+		"adaptive", "poll", "intr", "adaptive:p99_us=50",
 		"ski2:b_ns=40000", "l3fwd", "pmdmgmt", "napi",
 		"napi:defer=100,timeout_us=20", "haltpoll", "ski2", "ski-rand", "ski-rand:seed=7",
-		"l3fwd:suspend_threshold=100", "adaptive:budget_us=0", "adaptive:spin_max_us=0",
-		"adaptive:budget_us=200,nap=0,spin_max_us=20", "adaptive:superpose=0",
+		"l3fwd:suspend_threshold=100", "adaptive:p99_us=1000", "adaptive:spin_max_us=0",
+		"adaptive:p99_us=200,nap=0,spin_max_us=20", "adaptive:superpose=0",
 	};
 
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
@@ -117,7 +117,8 @@ test_spec_ok(void)
 
 /* The fixed rule's keys are refused, each with one log line that names the
  * spec to write instead (ski2), so that such a spec never runs as adaptive;
- * so is a removed mechanism's key. */
+ * so are a removed mechanism's key and the hand-set budget and bound, whose
+ * line names the target (p99_us). */
 static void
 test_learn_retired(void)
 {
@@ -129,12 +130,17 @@ test_learn_retired(void)
 		{ "adaptive:learn=0,spin_max_us=100,spin_pct=100", "ski2:b_ns=N" },
 		{ "adaptive:learn=0,guard_us=100", "learn=0 is retired" },
 		{ "adaptive:spin_pct=40", "spin_pct=40 (learn=0's) is retired: the fixed rule is ski2" },
-		{ "adaptive:budget_us=50,pause_ns=500", "pause_ns=500 (learn=0's) is retired" },
+		{ "adaptive:spin_max_us=50,pause_ns=500", "pause_ns=500 (learn=0's) is retired" },
 		{ "adaptive:learn=1", "learn=1 is retired: adaptive always learns (drop the key)" },
 		{ "adaptive:learn=2", "learn=2 is retired" },
 		{ "adaptive:prewake=0", "prewake is retired: waking before a periodic source's next "
 					"arrival did not pay" },
-		{ "adaptive:guard_us=100,prewake=1", "prewake is retired" },
+		{ "adaptive:nap=1,prewake=1", "prewake is retired" },
+		{ "adaptive:budget_us=50", "budget_us is retired: adaptive:p99_us=N asks for the least "
+					   "CPU with at most 1 % of completions later than N us" },
+		{ "adaptive:guard_us=100,guard_for_us=1000", "guard_us is retired: adaptive:p99_us=N" },
+		{ "adaptive:guard_us=0", "guard_us is retired" },
+		{ "adaptive:guard_for_us=1000", "guard_for_us is retired" },
 	};
 
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
@@ -517,7 +523,7 @@ young_max(const char *spec, uint64_t limit, uint64_t *min)
  * policies.md, "What each mechanism earns"): B and the priced wake latency,
  * B + lambda L(10 us), not B alone. With lambda set so that lambda L is at
  * least 2 B, a threshold past B shows the latency in the price on any
- * machine; with a budget that covers L the price is B; spin_max_us caps it.
+ * machine; under a p99 target over L the price is B; spin_max_us caps it.
  * Thresholds are read to 100 ns. */
 static void
 test_adaptive_young(void)
@@ -538,7 +544,7 @@ test_adaptive_young(void)
 	printf("young, %s: %" PRIu64 "..%" PRIu64 " ns (price %" PRIu64 " ns)\n", spec, lo, t, price);
 	CHECK(t <= price + 100 && t - lo <= 100);
 	CHECK(lo > b + 100);
-	snprintf(spec, sizeof(spec), "adaptive:nap=0,budget_us=%" PRIu64, l / 1000 + 1);
+	snprintf(spec, sizeof(spec), "adaptive:nap=0,p99_us=%" PRIu64, l / 1000 + 1);
 	t = young_max(spec, 2 * b + 1000000, &lo);
 	printf("young, %s: %" PRIu64 "..%" PRIu64 " ns\n", spec, lo, t);
 	CHECK(t <= b + 100 && t + 100 >= b);
@@ -866,77 +872,6 @@ new_source_starts_pooled(void)
 	evd_policy_destroy(p);
 }
 
-/* guard_us: while the last completion is under a second old, every sleep
- * is bounded by it (a wake the platform loses costs at most that); off by
- * default; an idle loop sleeps unbounded again. */
-static uint64_t
-sleep_arg(const char *spec, uint64_t idle)
-{
-	struct evd_policy *p;
-	struct evd_policy_input in = { .now_ns = 1000000000ull + idle, .idle_ns = idle,
-				       .idle_rounds = 1 };
-	uint64_t arg = 12345;
-
-	CHECK_EQ(evd_policy_create(spec, &p), 0);
-	evd_policy_events(p, 1000000000ull, 1);
-	CHECK(evd_policy_decide(p, &in, &arg) == EVD_ACTION_SLEEP);
-	evd_policy_destroy(p);
-	return arg;
-}
-
-/* guard_us=N within the host's halt window, with a timer's CPU measured
- * (the window's environment: W 100 us, C(100 us) 17.8 us against B 5.6):
- * the bound is kept only where the sleeps it cuts short buy back their
- * timers. On gaps of 10 us none outlasts a 100 us bound and every sleep
- * would arm one for nothing (a forwarder at 50k/s here: 69 against 37 %
- * CPU): unbounded; on gaps of 1 ms all do: bounded. With no window nor C
- * (the guard environment): kept. */
-static uint64_t
-guard_taught(const char *spec, uint64_t g)
-{
-	struct evd_policy *p;
-	uint64_t now, arg;
-
-	p = taught(spec, g, &now);
-	CHECK(first_sleep_arg(p, now, 100000000, &arg) != UINT64_MAX);
-	evd_policy_destroy(p);
-	return arg;
-}
-
-static void
-test_adaptive_guard_reach(void)
-{
-	CHECK_EQ(guard_taught("adaptive:guard_us=100", 10000), 0);
-	CHECK_EQ(guard_taught("adaptive:guard_us=100", 1000000), 100000);
-	/* a bound past the window (W 100 us) is a backstop too: always on */
-	CHECK_EQ(guard_taught("adaptive:guard_us=1000", 10000), 1000000);
-}
-
-static void
-test_adaptive_guard_no_c(void)
-{
-	CHECK_EQ(guard_taught("adaptive:guard_us=100", 10000), 100000);
-}
-
-static void
-test_adaptive_guard(void)
-{
-	CHECK_EQ(sleep_arg("adaptive:guard_us=10000", 5000000), 10000000); /* past any spin */
-	CHECK_EQ(sleep_arg("adaptive:guard_us=10000", 2000000000ull), 0);
-	CHECK_EQ(sleep_arg("adaptive", 5000000), 0);
-	CHECK_EQ(evd_policy_create("adaptive:guard_us=1000001", &(struct evd_policy *){ NULL }), -EINVAL);
-	/* guard_for_us: bounded only so long after the last completion */
-	CHECK_EQ(sleep_arg("adaptive:guard_us=100,guard_for_us=1000", 800000), 100000);
-	CHECK_EQ(sleep_arg("adaptive:guard_us=100,guard_for_us=1000", 1000000), 0);
-	CHECK_EQ(sleep_arg("adaptive:guard_us=100", 1000000), 100000);
-	/* it bounds guard_us=N's sleeps: alone, or with the model's or none, an error */
-	CHECK_EQ(evd_policy_create("adaptive:guard_for_us=1000", &(struct evd_policy *){ NULL }), -EINVAL);
-	CHECK_EQ(evd_policy_create("adaptive:guard_us=0,guard_for_us=1000",
-				   &(struct evd_policy *){ NULL }), -EINVAL);
-	CHECK_EQ(evd_policy_create("adaptive:guard_us=100,guard_for_us=0",
-				   &(struct evd_policy *){ NULL }), -EINVAL);
-}
-
 /* napi as Linux runs it with napi_defer_hard_irqs and gro_flush_timeout:
  * nothing spins; after each of the first `defer` empty polls it waits the
  * timeout with the IRQ masked, then re-enables it (it used to busy-poll
@@ -1003,12 +938,12 @@ test_haltpoll(void)
 	evd_policy_destroy(p);
 }
 
-/* guard_us unset, on a given environment (main, "guard") where the wake
+/* The guard, on a given environment (main, "guard") where the wake
  * latency grows with the time asleep (L 10 us after 100 us, 200 us after
  * 10 ms) and a sleep costs B = 5 us: on Poisson gaps of mean 10 ms the
  * model bounds the sleeps (a shorter sleep buys back far more than a B),
- * for guard_wakes timeouts a gap at most, then lets the sleep run; with the
- * latency free (a budget over every L) or guard_us=0 it never bounds them. */
+ * for guard_wakes timeouts a gap at most, then lets the sleep run; under a
+ * p99 target over every L (no wake is late) it never bounds them. */
 static uint64_t
 auto_guard_after(const char *spec, uint64_t idle_past, uint64_t *bound)
 {
@@ -1039,7 +974,7 @@ auto_guard_after(const char *spec, uint64_t idle_past, uint64_t *bound)
 static void
 test_adaptive_auto_guard(void)
 {
-	uint64_t bound = 0, bound0 = 0, bound_free = 0;
+	uint64_t bound = 0, bound_free = 0;
 	uint64_t after;
 
 	auto_guard_after("adaptive", 0, &bound);
@@ -1052,9 +987,7 @@ test_adaptive_auto_guard(void)
 	CHECK_EQ(after, 0);
 	after = auto_guard_after("adaptive", bound / 2, &bound);
 	CHECK_EQ(after, bound);
-	auto_guard_after("adaptive:guard_us=0", 0, &bound0);
-	CHECK_EQ(bound0, 0);
-	auto_guard_after("adaptive:budget_us=1000", 0, &bound_free);
+	auto_guard_after("adaptive:p99_us=1000", 0, &bound_free);
 	CHECK_EQ(bound_free, 0);
 }
 
@@ -1096,7 +1029,7 @@ src_after(struct evd_policy *p, uint64_t *now, uint64_t gap, uint32_t id, bool d
 	evd_policy_events(p, *now, 1);
 }
 
-/* guard_us unset, a loop of more sources than adaptive follows (8 slots).
+/* The guard, a loop of more sources than adaptive follows (8 slots).
  * Sources 1..8 in turn; after source 1 the loop stays silent 1 s (its
  * contexts learn that bounding the sleeps never pays: each would add B
  * per timeout and save nothing, L being flat past 10 ms), after the others
@@ -1293,7 +1226,7 @@ test_adaptive_budget_cost(void)
 	uint64_t g = env->sleep_wake_ns + env->wake_ns[0] / 2, t_budget, t_none;
 	char spec[96];
 
-	snprintf(spec, sizeof(spec), "adaptive:budget_us=%" PRIu64 ",nap=0", nap_budget_ns() / 1000);
+	snprintf(spec, sizeof(spec), "adaptive:p99_us=%" PRIu64 ",nap=0", nap_budget_ns() / 1000);
 	t_budget = sleep_after(spec, g);
 	t_none = sleep_after("adaptive", g);
 	printf("  gaps %" PRIu64 " ns: first sleep at %" PRIu64 " ns within the budget, %" PRIu64
@@ -1338,7 +1271,7 @@ test_adaptive_naps(void)
 	char spec[96];
 	int i;
 
-	snprintf(spec, sizeof(spec), "adaptive:budget_us=%" PRIu64, budget / 1000);
+	snprintf(spec, sizeof(spec), "adaptive:p99_us=%" PRIu64, budget / 1000);
 	CHECK_EQ(evd_policy_create(spec, &p), 0);
 	nap = budget - (uint64_t)l;
 	for (i = 0; i < 100; i++) /* sparse: one arrival every four naps */
@@ -1358,14 +1291,14 @@ test_adaptive_naps(void)
 	CHECK(gap_then_decide(p, &now, arg + 100, 4, &arg) == EVD_ACTION_NAP);
 	evd_policy_destroy(p);
 
-	snprintf(spec, sizeof(spec), "adaptive:budget_us=%" PRIu64 ",nap=0", budget / 1000);
+	snprintf(spec, sizeof(spec), "adaptive:p99_us=%" PRIu64 ",nap=0", budget / 1000);
 	CHECK_EQ(evd_policy_create(spec, &p), 0);
 	for (i = 0; i < 100; i++)
 		CHECK(gap_then_decide(p, &now, nap / 4, 1, &arg) != EVD_ACTION_NAP);
 	evd_policy_destroy(p);
 
 	log_capture();
-	CHECK_EQ(evd_policy_create("adaptive:budget_us=1", &p), 0);
+	CHECK_EQ(evd_policy_create("adaptive:p99_us=1", &p), 0);
 	log_release();
 	CHECK(strstr(logbuf, "leaves no room for naps") != NULL);
 	for (i = 0; i < 100; i++)
@@ -1420,7 +1353,7 @@ test_adaptive_nap_lateness(void)
 	char spec[96];
 	int gaps = 0;
 
-	snprintf(spec, sizeof(spec), "adaptive:budget_us=%" PRIu64, budget / 1000);
+	snprintf(spec, sizeof(spec), "adaptive:p99_us=%" PRIu64, budget / 1000);
 	CHECK_EQ(evd_policy_create(spec, &p), 0);
 	for (int i = 0; i < 40; i++) /* dense: 64 arrivals each microsecond */
 		gap_then_decide(p, &now, 1000, 64, &arg);
@@ -1481,7 +1414,7 @@ test_adaptive_nap_retry_short(void)
 	int gaps;
 
 	CHECK(budget > 2 * b && budget < 3 * b);
-	CHECK_EQ(evd_policy_create("adaptive:budget_us=12", &p), 0);
+	CHECK_EQ(evd_policy_create("adaptive:p99_us=12", &p), 0);
 	for (int i = 0; i < 40; i++) /* dense: 64 arrivals each microsecond */
 		gap_then_decide(p, &now, 1000, 64, &arg);
 	CHECK(naps_stop_then_retry(p, &now, budget, budget, &gaps, &arg) > 0);
@@ -1725,7 +1658,7 @@ test_adaptive_window_bursts(void)
 	struct evd_policy *p;
 	uint64_t now = 1000000000ull, arg, cold;
 
-	CHECK_EQ(evd_policy_create("adaptive:guard_us=0", &p), 0);
+	CHECK_EQ(evd_policy_create("adaptive", &p), 0);
 	for (int i = 0; i < 20000; i++) {
 		struct evd_policy_input in = { .now_ns = now + 100, .idle_ns = 100, .idle_rounds = 1 };
 		int k = i % 200;
@@ -1806,8 +1739,8 @@ decide_on_thread(void *arg)
 static void
 test_adaptive_shared_tables(void)
 {
-	static const char *const specs[] = { "adaptive:lambda_pct=300", "adaptive:budget_us=40",
-					     "adaptive:lambda_pct=300,budget_us=40" };
+	static const char *const specs[] = { "adaptive:lambda_pct=300", "adaptive:p99_us=40",
+					     "adaptive:p99_us=200" };
 	struct decide_run runs[2 * RTE_DIM(specs)];
 	pthread_t th[RTE_DIM(runs)];
 
@@ -1954,8 +1887,6 @@ test_adaptive_p99(void)
 	/* the target prices latency itself */
 	CHECK_EQ(evd_policy_create("adaptive:p99_us=5,lambda_pct=100", &(struct evd_policy *){ NULL }),
 		 -EINVAL);
-	CHECK_EQ(evd_policy_create("adaptive:p99_us=5,budget_us=5", &(struct evd_policy *){ NULL }),
-		 -EINVAL);
 	CHECK_EQ(evd_policy_create("adaptive:p99_us=0", &(struct evd_policy *){ NULL }), -EINVAL);
 }
 
@@ -2005,7 +1936,6 @@ main(int argc, char **argv)
 		TEST(test_adaptive_window_bound);
 		TEST(test_adaptive_window_cold);
 		TEST(test_adaptive_window_bursts);
-		TEST(test_adaptive_guard_reach);
 		return 0;
 	}
 	if (argc > 1 && strcmp(argv[1], "p99") == 0) {
@@ -2022,7 +1952,6 @@ main(int argc, char **argv)
 		on_env(5000, 10000, 10000, 60000, 200000); /* L grows with the time asleep */
 		TEST(test_adaptive_auto_guard);
 		TEST(test_adaptive_guard_evicted);
-		TEST(test_adaptive_guard_no_c);
 		return 0;
 	}
 	if (argc > 1 && strcmp(argv[1], "defaults") == 0) {
@@ -2041,7 +1970,6 @@ main(int argc, char **argv)
 	TEST(test_adaptive_wake_latency);
 	TEST(test_adaptive_young);
 	TEST(test_adaptive_per_source_contexts);
-	TEST(test_adaptive_guard);
 	TEST(test_napi);
 	TEST(test_haltpoll);
 	TEST(test_adaptive_budget_cost);

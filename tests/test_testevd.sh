@@ -369,12 +369,12 @@ want = 1000 * (1e6 - s + 5581 + 30 * (72569 - 70000))
 assert abs(r["oracle_cost"] - want) < 0.001 * want, (r["oracle_cost"], want)
 print(f"ok: the oracle's kink: {r['oracle_cost'] / 1e9:.4f} s for 1000 gaps of 1 ms, sleeping {s / 1e3:.1f} us of each")
 PY
-# a timeout's CPU: adaptive with no spin sleeps bounded at 100 us (guard_us)
+# a timeout's CPU: intr in a loop whose sleeps end after 100 us sleeps
 # through 1 ms gaps, a timeout every 150 us (T(100 us) 50 us late); each costs C (18 us) where
 # the line gives it, B (5 us) without
-check "score, a timeout's CPU" 0 "$testevd" --score --policy adaptive:guard_us=100,spin_max_us=0 \
+check "score, a timeout's CPU" 0 "$testevd" --score --policy intr --max-sleep-us 100 \
 	--calibration "$tmp/calW.txt" --trace "$tmp/g1ms.txt" --json "$tmp/toW.json"
-check "score, a timeout's CPU is B" 0 "$testevd" --score --policy adaptive:guard_us=100,spin_max_us=0 \
+check "score, a timeout's CPU is B" 0 "$testevd" --score --policy intr --max-sleep-us 100 \
 	--calibration "$tmp/calNoW.txt" --trace "$tmp/g1ms.txt" --json "$tmp/toB.json"
 python3 - "$tmp/toW.json" "$tmp/toB.json" <<'PY' || fail=1
 import json, sys
@@ -384,16 +384,16 @@ assert per_b < 60000 and per_w > per_b + 4 * (18000 - 5000), f"C per timeout: {p
 print(f"ok: a timeout's CPU: {per_w / 1e3:.1f} us a 1 ms gap with C, {per_b / 1e3:.1f} with B")
 PY
 # a nap's first lateness estimate is T where the calibration has it: with
-# T 50 us a 50 us budget leaves no room for naps; with L's 16 us it does
-check "score, naps under T" 0 "$testevd" --score --policy adaptive:budget_us=50 --budget-us 50 \
+# T 50 us a 50 us target leaves no room for naps; with L's 16 us it does
+check "score, naps under T" 0 "$testevd" --score --policy adaptive:p99_us=50 --budget-us 50 \
 	--calibration "$tmp/calNoW.txt" --trace poisson:rate=200000 --events 4000 --json "$tmp/napT.json"
-check "score, naps under L" 0 "$testevd" --score --policy adaptive:budget_us=50 --budget-us 50 \
+check "score, naps under L" 0 "$testevd" --score --policy adaptive:p99_us=50 --budget-us 50 \
 	--calibration "$tmp/cal.txt" --trace poisson:rate=200000 --events 4000 --json "$tmp/napL.json"
 python3 - "$tmp/napT.json" "$tmp/napL.json" <<'PY' || fail=1
 import json, sys
 t, l = (json.load(open(f))[0] for f in sys.argv[1:])
 assert t["naps"] == 0 and l["naps"] > 0, (t["naps"], l["naps"])
-print(f"ok: naps under a 50 us budget: {t['naps']} where timers end 50 us late, {l['naps']} at L's 16 us")
+print(f"ok: naps under a 50 us target: {t['naps']} where timers end 50 us late, {l['naps']} at L's 16 us")
 PY
 # per source: two sources in a random order; after source 1 the next gap is
 # 15 us, after source 2 it is 2 ms. The previous gap tells nothing, the
@@ -470,23 +470,23 @@ check "sources=2.5" 2 "$testevd" --score --trace periodic:sources=2.5
 check "sources=9" 2 "$testevd" --score --trace periodic:sources=9
 check "sources with jitter over half the period" 2 "$testevd" --score \
 	--trace periodic:period_us=100,jitter_us=50,sources=2
-# a latency budget, on the fixed cost model: at 200k arrivals/s adaptive
-# spins (the gaps are far under B + L); with budget_us=100 it naps (about
-# 100 - L us, nothing armed) and serves what gathered in one round: far
-# less CPU, and every arrival within the budget (the nap plus its lateness,
-# to the lateness tracker's steps)
+# naps, on the fixed cost model, priced under a 100 us budget: at 200k
+# arrivals/s adaptive spins (the gaps are far under B + L); with p99_us=100
+# it naps (about 100 - L us, nothing armed) and serves what gathered in one
+# round: far less CPU, and every arrival within 100 us (the nap plus its
+# lateness, to the lateness tracker's steps)
 check "score, latency budget" 0 "$testevd" --score --compare --calibration "$tmp/cal.txt" \
-	--trace poisson:rate=200000 --events 20000 --budget-us 100 --json "$tmp/bud.json"
+	--trace poisson:rate=200000 --events 20000 --budget-us 100 --p99-us 100 --json "$tmp/bud.json"
 python3 - "$tmp/bud.json" <<'PY' || fail=1
 import json, sys
 a = {r["policy"]: r for r in json.load(open(sys.argv[1]))}
-b, ad = a["adaptive:budget_us=100"], a["adaptive"]
+b, ad = a["adaptive:p99_us=100"], a["adaptive"]
 assert all(r["budget_us"] == 100 and r["events"] == 20000 for r in a.values()), a
 assert b["naps"] > 0 and ad["naps"] == 0, (b, ad)
 assert b["cpu_pct"] < 0.5 * ad["cpu_pct"], (b, ad)
 assert b["latency_us"]["p999"] <= 101, b
 assert b["competitive_ratio"] < ad["competitive_ratio"], (b, ad)
-print(f"ok: budget 100 us: adaptive {ad['cpu_pct']:.1f} % CPU, with the budget {b['cpu_pct']:.1f} % "
+print(f"ok: budget 100 us: adaptive {ad['cpu_pct']:.1f} % CPU, with p99_us=100 {b['cpu_pct']:.1f} % "
       f"({b['naps']} naps), p99.9 {b['latency_us']['p999']:.1f} us")
 PY
 check "--budget-us without --score" 2 "$testevd" --budget-us 100
@@ -515,7 +515,7 @@ check "--p99-us 0" 2 "$testevd" --score --trace day --p99-us 0
 check "p99_us with lambda_pct" 2 "$testevd" --score --trace day --policy adaptive:p99_us=10,lambda_pct=200
 # the same in real time on the ring: naps, nothing lost, no lost wakeup
 check "ring, latency budget" 0 "$testevd" --no-progress --trace poisson:rate=100000 --events 20000 \
-	--policy adaptive:budget_us=5000 --json "$tmp/budring.json"
+	--policy adaptive:p99_us=5000 --json "$tmp/budring.json"
 python3 - "$tmp/budring.json" <<'PY' || fail=1
 import json, sys
 r = json.load(open(sys.argv[1]))

@@ -136,7 +136,7 @@ cp "$tmp/lfcr.txt" "$tmp/q\"uo\\te.txt"
 expect "a trace name with a quote and a backslash" 0 "" --trace "$tmp/q\"uo\\te.txt" --json "$tmp/q.json"
 python3 -c "import json,sys; r=json.load(open(sys.argv[1]))[0]; assert r['trace'] == 'q\"uo\\\\te.txt', r['trace']" \
 	"$tmp/q.json" || fail=1
-long_spec="adaptive:lambda_pct=000000000000100,budget_us=0,spin_max_us=1000000,superpose=1,guard_us=1000000,guard_for_us=1000000,nap=1"
+long_spec="adaptive:lambda_pct=000000000000000000000000000000000000000000000000000000000000100,spin_max_us=0000000000001000000,superpose=1,nap=1"
 expect "a 133-character policy spec" 0 "" --policy "$long_spec" --trace poisson --events 100 --json "$tmp/p.json"
 python3 -c "import json,sys; r=json.load(open(sys.argv[1]))[0]; assert r['policy'] == sys.argv[2], r['policy']" \
 	"$tmp/p.json" "$long_spec" || fail=1

@@ -940,8 +940,8 @@ score_mode(const struct opts *o)
 {
 	static const char *const all[] = { "adaptive", "poll", "intr", "l3fwd", "pmdmgmt", "napi",
 					   "haltpoll", "ski2", "ski-rand" };
-	char budgeted[TESTEVD_POLICY_MAX], targeted[TESTEVD_POLICY_MAX];
-	const char *list[RTE_DIM(all) + 2];
+	char targeted[TESTEVD_POLICY_MAX];
+	const char *list[RTE_DIM(all) + 1];
 	size_t n = 0;
 	struct score *s;
 	const struct trace *t;
@@ -957,10 +957,6 @@ score_mode(const struct opts *o)
 		 * options.c takes adaptive's spec alone; "adaptive" if none) */
 		for (size_t i = 0; i < RTE_DIM(all); i++)
 			list[n++] = i == 0 ? o->policy : all[i];
-		if (o->budget_us != 0) { /* the adaptive that knows the budget */
-			snprintf(budgeted, sizeof(budgeted), "adaptive:budget_us=%" PRIu64, o->budget_us);
-			list[n++] = budgeted;
-		}
 		if (o->p99_us != 0) { /* the adaptive that knows the target */
 			snprintf(targeted, sizeof(targeted), "adaptive:p99_us=%" PRIu64, o->p99_us);
 			list[n++] = targeted;
@@ -997,9 +993,6 @@ score_mode(const struct opts *o)
 	if (span_ns > 600e9)
 		printf("testevd: note: %.0f s of trace; a policy that spins (poll, pmdmgmt) is "
 		       "stepped through it 100 ns at a time, which takes a while\n", span_ns / 1e9);
-	if (o->budget_us != 0 && !o->compare && strstr(o->policy, "budget_us=") == NULL)
-		printf("testevd: note: policy %s is not told the budget (adaptive:budget_us=%" PRIu64
-		       " is); scored under it all the same\n", o->policy, o->budget_us);
 	oc = oracle_cost(t, o->lambda);
 	if (oc < 0) {
 		fprintf(stderr, "testevd: the oracle: %s\n", strerror(ENOMEM));

@@ -50,10 +50,8 @@ testevd_usage(FILE *f, const char *prog)
 		"\n"
 		"What to run:\n"
 		"  --policy SPEC     policy (default adaptive): poll, intr,\n"
-		"                    adaptive[:p99_us=N,budget_us=N,lambda_pct=N,spin_max_us=N,\n"
-		"                    nap=0|1,guard_us=N,guard_for_us=N,...] (p99_us: a latency\n"
-		"                    target; budget_us: a latency budget; guard_us: a bound on\n"
-		"                    each sleep)\n"
+		"                    adaptive[:p99_us=N,lambda_pct=N,spin_max_us=N,nap=0|1,\n"
+		"                    superpose=0|1] (p99_us: a latency target)\n"
 		"                    or a baseline: l3fwd, pmdmgmt, napi, haltpoll, ski2, ski-rand\n"
 		"  --pattern NAME    arrival pattern (default demo):\n",
 		prog);
@@ -98,8 +96,7 @@ testevd_usage(FILE *f, const char *prog)
 		"                    --compare, every policy) against the offline oracle\n"
 		"  --lambda L        --score: price of 1 ns of added latency in ns of CPU (default 1)\n"
 		"  --budget-us N     --score: a latency budget: added latency up to N us is free,\n"
-		"                    lambda prices the rest (default 0; 0..1000000); with\n"
-		"                    --compare, adaptive:budget_us=N joins the policies\n"
+		"                    lambda prices the rest (default 0; 0..1000000)\n"
 		"  --p99-us N        --score: a latency target: whether each policy's p99 of\n"
 		"                    added latency is N us or less, and its CPU against the\n"
 		"                    cheapest spin threshold in hindsight that meets it (1..1000000);\n"
@@ -475,7 +472,7 @@ testevd_parse_opts(int argc, char **argv, struct opts *o)
 			   "(adaptive:KEY=VALUE), not '%s'", o->policy);
 	if (o->budget_given && !o->score)
 		return bad(prog, "--budget-us applies to --score only (a policy takes "
-			   "adaptive:budget_us=N)%s", "");
+			   "adaptive:p99_us=N)%s", "");
 	if (o->p99_us != 0 && !o->score)
 		return bad(prog, "--p99-us applies to --score only (a policy takes "
 			   "adaptive:p99_us=N)%s", "");

@@ -22,35 +22,26 @@
  *   threshold with the least expected cost, CPU + lambda x wake latency,
  *   under this process's B and L(g) (struct evd_policy_env); in a loop of
  *   several sources the superposition of each source's own gaps decides
- *   instead where it has cost less. Under a latency budget it naps
+ *   instead where it has cost less. Under a p99 target it naps
  *   (EVD_ACTION_NAP) while arrivals come two or more a nap; and it bounds
- *   its sleeps where the model says that pays (the guard).
+ *   its sleeps where the model says that pays (the guard: at 1, 2, 3, 5 or
+ *   10 ms, at the host's halt window evd_policy_env::window_ns, or not).
  *   Keys:
  *   `p99_us` (a latency target, 1..1000000: the least CPU for which at most
  *   1 % of completions wait more than N us for the loop, as the model
  *   foretells them; a completion later than N is priced in CPU, the price
- *   learned at each update; naps fit within N; not with `budget_us` or
- *   `lambda_pct`),
- *   `budget_us` (the latency budget: added latency up to it is free,
- *   0..1000000; default 0: none),
+ *   learned at each update; naps fit within N; not with `lambda_pct`),
  *   `spin_max_us` (cap on the learned spin threshold, 0..1000000),
- *   `nap` (0/1; default 1: nap where the budget leaves room),
+ *   `nap` (0/1; default 1: nap where the target leaves room),
  *   `lambda_pct` (price of a ns of latency in ns of CPU, x100, 0..1000000;
  *   default 100),
- *   `superpose` (0/1; default 1; 0: the context rule alone),
- *   `guard_us` (while the last completion is under a second old, bound
- *   every sleep at this, 0..1000000; 0: never; unset, the default: the
- *   model bounds a context's sleeps at 1, 2, 3, 5 or 10 ms, at the host's
- *   halt window (evd_policy_env::window_ns), or not, whichever costs least;
- *   a given bound within the halt window is for latency and left off in a
- *   context where it does not pay, a longer one is also a backstop against
- *   lost wakes and always applies),
- *   `guard_for_us` (with `guard_us=N` only: bound the sleeps only this long
- *   after the last completion instead of a second, 1..1000000).
- *   `learn`, `spin_pct`, `pause_ns` and `prewake` are refused (-EINVAL, the
- *   log naming the replacement): the fixed rule `learn=0` is `ski2`
- *   (`ski2:b_ns=N` to spin N ns); waking before a periodic source's next
- *   arrival did not pay.
+ *   `superpose` (0/1; default 1; 0: the context rule alone; off under a
+ *   target).
+ *   `learn`, `spin_pct`, `pause_ns`, `prewake`, `budget_us`, `guard_us` and
+ *   `guard_for_us` are refused (-EINVAL, the log naming the replacement):
+ *   the fixed rule `learn=0` is `ski2` (`ski2:b_ns=N` to spin N ns); waking
+ *   before a periodic source's next arrival did not pay; a hand-set budget
+ *   or bound is `p99_us=N`.
  *   doc/guides/policies.md has the model and how to tune it.
  * Baselines, copies of the rules in use elsewhere, for comparison:
  * - `l3fwd`: DPDK l3fwd-power (10 empty polls free, then 1 us waits, sleep with

@@ -57,7 +57,7 @@ struct guard_bound {
  * many times (doc/guides/policies.md, "Adaptive's state").
  */
 struct adaptive_tables {
-	double lat_budget_ns, target_ns; /* the latency prices they were made with */
+	double target_ns; /* the latency price they were made with */
 	double cpu[GAP_BINS + 1][GAP_BINS], lat[GAP_BINS + 1][GAP_BINS]; /* cost: cpu + lambda lat */
 	double cpu_cold[GAP_BINS + 1][GAP_BINS]; /* with a window: the sleep's wake cold */
 	double lat_cold[GAP_BINS + 1][GAP_BINS];
@@ -90,20 +90,18 @@ struct adaptive {
 	double log_at[EVD_ENV_WAKE_POINTS]; /* log of env->wake_at_ns: wake_lat reads it */
 	double lambda;
 	uint64_t cap_ns;      /* spin_max_us, or UINT64_MAX */
-	double lat_budget_ns; /* budget_us: added latency up to this is free (0: none) */
 	double target_ns;     /* p99_us: a completion later than this costs lambda, one earlier
-			       * nothing; lambda then learned (target.c) (0: none) */
-	uint64_t nap_ns;      /* the nap the budget leaves room for (0: none) */
+			       * nothing; lambda then learned (target.c); naps fit within it
+			       * (0: none; latency priced by the ns) */
+	uint64_t nap_ns;      /* the nap the target leaves room for (0: none) */
 	double nap_late_ns;   /* how late a nap ends: its 90th percentile, learned */
 	uint64_t last_gap_ns; /* the gap that ended at the last completion */
 	uint64_t wake_late_ns; /* a notified wake's expected latency, owed by the gap it ends... */
 	uint64_t wake_at_ns;   /* ...if the wake's round (at this time) finds it */
 	bool napping;         /* the last action was a nap (on_wake: a nap's end) */
 	double nap_gap, nap_burst; /* at the idle gaps: gap and completions, averaged (naps only) */
-	bool naps_late;       /* naps stopped: they ended too late for the budget */
-	uint64_t guard_ns;    /* the bound on a sleep while traffic is recent, or UINT64_MAX */
-	bool guard_model;     /* guard_us unset: the model may bound... */
-	bool guard_auto;      /* ...and does, by its pick per context (ctx_guard)... */
+	bool naps_late;       /* naps stopped: they ended too late for the target */
+	bool guard_auto;      /* the model bounds sleeps, by its pick per context (ctx_guard)... */
 	uint32_t guard_wakes; /* ...for at most this many timeouts a gap */
 	/* one histogram per context (the length of the previous gap),
 	 * since gaps come in runs (bursts, then silence): n_ctx_used of them,
@@ -115,13 +113,11 @@ struct adaptive {
 	int ctx;                      /* the context of the gap under way */
 	uint64_t threshold_ns;        /* for the gap under way */
 	uint64_t ctx_threshold[CONTEXTS];
-	uint64_t ctx_guard[CONTEXTS]; /* guard_us unset: the bound on its sleeps, or UINT64_MAX... */
+	uint64_t ctx_guard[CONTEXTS]; /* the bound on its sleeps, or UINT64_MAX... */
 	uint64_t ctx_guard_span[CONTEXTS]; /* ...for this long past the threshold */
-	uint64_t guard_for_ns;        /* guard_us=N: bound the sleeps while idle under this... */
-	uint32_t guard_off;           /* ...but not in these contexts (guard_reach) */
 	uint32_t ctx_own;             /* contexts whose threshold is their own (not pooled) */
 	uint64_t pooled_ns;           /* the threshold of all contexts together */
-	uint64_t pooled_guard;        /* guard_us unset: the bound of all contexts together... */
+	uint64_t pooled_guard;        /* the bound of all contexts together... */
 	uint64_t pooled_guard_span;   /* ...and its span */
 	/* the host's halt window (env->window_ns): a sleep within it after a
 	 * longer one wakes in cold_wake_ns, not L */
@@ -204,14 +200,12 @@ halve(double w)
 	return w < 1e-30 ? 0 : w * 0.5;
 }
 
-/* The priced part of an added latency: what exceeds the budget; under a
- * p99 target, whether it exceeds the target (lambda is then per completion). */
+/* The priced part of an added latency: all of it; under a p99 target,
+ * whether it exceeds the target (lambda is then per completion). */
 static inline double
 priced(const struct adaptive *a, double latency_ns)
 {
-	if (a->target_ns > 0)
-		return latency_ns > a->target_ns;
-	return fmax(latency_ns - a->lat_budget_ns, 0);
+	return a->target_ns > 0 ? latency_ns > a->target_ns : latency_ns;
 }
 
 /* The policy's L, from the points' logs taken at create: one log() a
@@ -261,7 +255,6 @@ void evd__guard_bounds_init(struct adaptive *a);
 uint64_t evd__guard_pick(const struct adaptive *a, const double *w, uint64_t thr, bool cold,
 			 uint64_t *span);
 void evd__ctx_guards(struct adaptive *a, uint32_t c, const double *w);
-bool evd__guard_reach(const struct adaptive *a, const double *w, uint64_t t);
 void evd__superpose_set(struct adaptive *a, uint32_t mask);
 void evd__superpose_learn(struct adaptive *a, bool decay);
 void evd__superpose_choose(struct adaptive *a) __attribute__((cold));

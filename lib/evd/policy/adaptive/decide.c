@@ -6,17 +6,15 @@
 
 #include "adaptive.h"
 
-/* The bound on a sleep (UINT64_MAX: none): guard_ns while the last
- * completion is less than guard_for_ns old (GUARD_WINDOW_NS unless given),
- * in a context the bound reaches (guard_reach). */
+/* The bound on a sleep (UINT64_MAX: none): the gap's context's, where the
+ * model bounds sleeps, for its span past the threshold. */
 static inline uint64_t
 guard(const struct adaptive *a, const struct evd_policy_input *in)
 {
 	uint64_t g;
 
 	if (!a->guard_auto)
-		return in->idle_ns < a->guard_for_ns && !(a->guard_off >> a->ctx & 1u) ? a->guard_ns
-										      : UINT64_MAX;
+		return UINT64_MAX;
 	g = a->cold_gap ? a->ctx_guard_cold[a->ctx] : a->ctx_guard[a->ctx];
 	/* the threshold, then the bound's timeouts, each a cycle of G + T(G) */
 	return g != UINT64_MAX &&

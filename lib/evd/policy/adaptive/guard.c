@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The guard: a bound on a sleep while traffic is recent, picked by the
- * model per context (guard_us unset) or given (guard_us=N).
+ * model per context.
  */
 #include <assert.h>
 
@@ -113,7 +113,7 @@ guard_cost(const struct adaptive *a, int i, double t, const struct guard_bound *
 }
 
 /*
- * guard_us unset: bound the sleeps or not, as the model says. A timeout
+ * Bound the sleeps or not, as the model says. A timeout
  * every G trades a C(G) for the wake latency of a shorter sleep (and a
  * bound at W keeps every wake warm, the next gap's too), for at most
  * b->wakes timeouts a gap, so that a silence far longer than the histogram
@@ -203,30 +203,4 @@ evd__ctx_guards(struct adaptive *a, uint32_t c, const double *w)
 				   : a->pooled_guard_cold;
 	if (!own)
 		a->ctx_guard_span_cold[c] = a->pooled_guard_span_cold;
-}
-
-/* guard_us=N within the host's halt window, a bound for latency (a longer
- * one is also a backstop against lost wakes and always applies): whether it
- * pays in a context (@p w, its histogram; @p t, its threshold). It does
- * where the sleeps it cuts short (in gaps past t + N, each waking at L(N)
- * instead of wake_most) save more priced latency than the C(N) - B its
- * timer adds to every sleep (doc/guides/policies.md, "The guard"). */
-bool
-evd__guard_reach(const struct adaptive *a, const double *w, uint64_t t)
-{
-	double tot = 0, sleeps = 0, cut = 0, edge, cost, save;
-
-	if (t == UINT64_MAX) /* it never sleeps */
-		return false;
-	cost = evd_policy_env_bounded_sleep_ns(a->env, a->guard_ns) - (double)a->env->sleep_wake_ns;
-	edge = (double)t + (double)a->guard_ns;
-	for (int i = 0; i < GAP_BINS; i++) {
-		tot += w[i];
-		sleeps += a->tab->bin_mid[i] > (double)t ? w[i] : 0;
-		cut += a->tab->bin_mid[i] > edge ? w[i] : 0;
-	}
-	if (tot <= 0 || cost <= 0) /* nothing learned yet, or a timer that costs nothing */
-		return true;
-	save = a->lambda * priced(a, evd__wake_most(a->env) - wake_lat(a, a->guard_ns));
-	return cut > 0 && cut * save >= sleeps * cost;
 }

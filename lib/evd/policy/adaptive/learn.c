@@ -21,7 +21,7 @@ evd__lambda_set(struct adaptive *a, double lambda)
 					 a->lambda * priced(a, (double)env->wake_ns[0]), 1e12);
 	a->guard_wakes = (uint32_t)fmin(a->lambda * priced(a, evd__wake_most(env)) /
 					 fmax((double)env->sleep_wake_ns, 1.0), 1000.0);
-	a->guard_auto = a->guard_model && a->guard_wakes > 0;
+	a->guard_auto = a->guard_wakes > 0;
 	evd__guard_bounds_init(a);
 }
 
@@ -95,14 +95,8 @@ learn_threshold(struct adaptive *a, bool decay)
 			a->ctx_threshold_cold[c] = a->pooled_cold_ns;
 		}
 		a->ctx_own = own ? a->ctx_own | 1u << c : a->ctx_own & ~(1u << c);
-		if (a->guard_auto) {
+		if (a->guard_auto)
 			evd__ctx_guards(a, c, own ? wc : NULL);
-		} else if (a->guard_ns <= a->env->window_ns) {
-			bool reach = own ? evd__guard_reach(a, wc, a->ctx_threshold[c])
-					 : evd__guard_reach(a, all, a->pooled_ns);
-
-			a->guard_off = reach ? a->guard_off & ~(1u << c) : a->guard_off | 1u << c;
-		}
 		for (int i = 0; decay && i < GAP_BINS; i++)
 			a->w[c][i] = halve(a->w[c][i]);
 	}

@@ -103,7 +103,6 @@ evd__bin_cost_warm(const struct adaptive *a, int i, double g, double t, double *
 static void
 cost_table(const struct adaptive *a, struct adaptive_tables *tb)
 {
-	tb->lat_budget_ns = a->lat_budget_ns;
 	tb->target_ns = a->target_ns;
 	for (int i = 0; i < GAP_BINS; i++) {
 		tb->bin_mid[i] = bin_value(i);
@@ -160,8 +159,7 @@ evd__tables_get(const struct adaptive *a, struct adaptive_tables **own)
 	if (a->env == evd_policy_env_peek(NULL)) {
 		pthread_mutex_lock(&tables_lock);
 		for (k = 0; k < SHARED_TABLES && shared_tables[k] != NULL; k++)
-			if (shared_tables[k]->lat_budget_ns == a->lat_budget_ns &&
-			    shared_tables[k]->target_ns == a->target_ns)
+			if (shared_tables[k]->target_ns == a->target_ns)
 				break;
 		if (k < SHARED_TABLES) {
 			if (shared_tables[k] == NULL)

@@ -1,38 +1,38 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Naps: under a latency budget, a short wait with nothing armed where the
+ * Naps: under a p99 target, a short wait with nothing armed where the
  * arrival rate promises two arrivals a nap or more; its length is the
- * budget less how late naps end.
+ * target less how late naps end.
  */
 
 #include "adaptive.h"
 
 #define NAP_STEP_NS 200.0 /* the step by which the naps' 90th-percentile lateness moves */
 
-/* The nap the budget leaves room for once a nap's lateness is paid: 0 when
+/* The nap the target leaves room for once a nap's lateness is paid: 0 when
  * that is not over 2 B (spinning through a nap of B costs no more than it). */
 void
 evd__nap_length(struct adaptive *a)
 {
-	double s = a->lat_budget_ns - a->nap_late_ns;
+	double s = a->target_ns - a->nap_late_ns;
 
 	a->nap_ns = s > 2.0 * (double)a->env->sleep_wake_ns ? (uint64_t)s : 0;
 }
 
 /* Naps stopped by lateness: try again with the shortest nap allowed (3 B),
- * or the budget where that is less (no room then for lateness: the probe's) */
+ * or the target where that is less (no room then for lateness: the probe's) */
 void
 evd__naps_retry(struct adaptive *a)
 {
 	if (a->naps_late && a->nap_ns == 0) {
-		a->nap_late_ns = fmax(0, a->lat_budget_ns - 3.0 * (double)a->env->sleep_wake_ns);
+		a->nap_late_ns = fmax(0, a->target_ns - 3.0 * (double)a->env->sleep_wake_ns);
 		evd__nap_length(a);
 	}
 }
 
 /* A nap ended: how late, on this machine and at this load? The 90th
  * percentile, tracked in steps of NAP_STEP_NS (up 9 when later, down 1 when
- * sooner), sets the nap's length, the budget less it; a nap cut short (a
+ * sooner), sets the nap's length, the target less it; a nap cut short (a
  * loop timer, the loop's sleep bound) is no sample. When it leaves no room
  * naps stop, and each update tries them again (evd__naps_retry) so that
  * one bad stretch does not end them for good. */
@@ -49,8 +49,8 @@ evd__nap_wake(struct adaptive *a, uint64_t slept, enum evd_wake_reason why)
 	if (a->nap_ns == 0) {
 		rte_log(a->naps_late ? RTE_LOG_DEBUG : RTE_LOG_NOTICE, evd__logtype,
 			"EVD: policy adaptive: naps end %.1f us late (90th percentile): the latency "
-			"budget %.1f us leaves no room for them, naps off (tried again at the next "
-			"update)\n", a->nap_late_ns / 1e3, a->lat_budget_ns / 1e3);
+			"p99 target %.1f us leaves no room for them, naps off (tried again at the next "
+			"update)\n", a->nap_late_ns / 1e3, a->target_ns / 1e3);
 		a->naps_late = true;
 	}
 }

@@ -13,18 +13,23 @@
 
 #include "adaptive.h"
 
-#define GUARD_AUTO UINT64_MAX /* guard_us unset: the model picks the bound (guard_pick)... */
-#define GUARD_WINDOW_NS 1000000000ull /* ...recent: a completion in the last second */
-
 /* The fixed rule's keys (learn=0, spin_pct, pause_ns) name ski2's rule:
  * refused with the spec to write instead, so that one never runs as another;
- * a removed mechanism's key is refused, so that nobody believes it on. */
+ * a removed mechanism's key is refused, so that nobody believes it on, and
+ * the hand-set budget and guard name the target that replaced them. */
 static int
 retired_key(const struct evd_policy_param *p, unsigned int n)
 {
 	for (unsigned int i = 0; i < n; i++) {
 		bool learn = strcmp(p[i].key, "learn") == 0;
 
+		if (strcmp(p[i].key, "budget_us") == 0 || strcmp(p[i].key, "guard_us") == 0 ||
+		    strcmp(p[i].key, "guard_for_us") == 0) {
+			EVD_LOG(ERR, "policy adaptive: %s is retired: adaptive:p99_us=N asks for the "
+				"least CPU with at most 1 %% of completions later than N us, and "
+				"picks the naps and sleep bounds that takes", p[i].key);
+			return -EINVAL;
+		}
 		if (strcmp(p[i].key, "prewake") == 0) {
 			EVD_LOG(ERR, "policy adaptive: prewake is retired: waking before a periodic "
 				"source's next arrival did not pay (doc/guides/policies.md; drop the key)");
@@ -64,16 +69,12 @@ static int
 adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct evd_policy_env *env,
 		void **state)
 {
-	uint64_t budget_us = 0, spin_max_us = UINT64_MAX, lambda_pct = UINT64_MAX, guard_us = GUARD_AUTO,
-		 nap = 1, superpose = 1, guard_for_us = UINT64_MAX, p99_us = 0;
+	uint64_t spin_max_us = UINT64_MAX, lambda_pct = UINT64_MAX, nap = 1, superpose = 1, p99_us = 0;
 	const struct evd__policy_key keys[] = {
 		{ "p99_us", 1, 1000000, &p99_us },
-		{ "budget_us", 0, 1000000, &budget_us },
 		{ "spin_max_us", 0, 1000000, &spin_max_us },
 		{ "nap", 0, 1, &nap },
 		{ "lambda_pct", 0, 1000000, &lambda_pct },
-		{ "guard_us", 0, 1000000, &guard_us },
-		{ "guard_for_us", 1, 1000000, &guard_for_us },
 		{ "superpose", 0, 1, &superpose },
 	};
 	struct adaptive *a;
@@ -83,15 +84,9 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 		rc = evd__policy_parse_keys("adaptive", p, n, keys, RTE_DIM(keys));
 	if (rc < 0)
 		return rc;
-	if (guard_for_us != UINT64_MAX && (guard_us == GUARD_AUTO || guard_us == 0)) {
-		EVD_LOG(ERR, "policy adaptive: guard_for_us bounds the sleeps guard_us=N bounds; "
-			"without guard_us (the model's guard) or with guard_us=0 it has none");
-		return -EINVAL;
-	}
-	if (p99_us != 0 && (budget_us != 0 || lambda_pct != UINT64_MAX)) {
+	if (p99_us != 0 && lambda_pct != UINT64_MAX) {
 		EVD_LOG(ERR, "policy adaptive: p99_us=N prices latency itself (a completion later than "
-			"N us against the CPU, the price learned): drop %s",
-			budget_us != 0 ? "budget_us" : "lambda_pct");
+			"N us against the CPU, the price learned): drop lambda_pct");
 		return -EINVAL;
 	}
 	{
@@ -113,9 +108,7 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 	a->slots[0].used = true;
 	a->slots[0].id = UINT32_MAX; /* the loop, until a source is named */
 	a->cap_ns = spin_max_us != UINT64_MAX ? spin_max_us * 1000 : UINT64_MAX;
-	/* a target is a budget too: naps fit within it */
 	a->target_ns = (double)p99_us * 1000;
-	a->lat_budget_ns = p99_us != 0 ? a->target_ns : (double)budget_us * 1000;
 	a->tab = evd__tables_get(a, &a->own_tab); /* (the environment and prices set above) */
 	a->w = evd__zalloc(&a->mem, GAP_CONTEXTS * sizeof(*a->w), 0); /* slot 0's: the loop's */
 	if (a->window)
@@ -124,28 +117,24 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 		adaptive_destroy(a);
 		return -ENOMEM;
 	}
-	a->guard_model = guard_us == GUARD_AUTO;
 	/* a target's price, until the histograms tell one: the dearest */
 	evd__lambda_set(a, p99_us != 0 ? evd__target_lambda(a, NULL, NULL)
 				       : (double)(lambda_pct != UINT64_MAX ? lambda_pct : 100) / 100.0);
-	if (nap && a->lat_budget_ns > 0) {
+	if (nap && p99_us != 0) {
 		/* until naps tell how late they end, a timed wait's T (L where
 		 * not measured): a nap ends by its timer, and on a VM that is
 		 * several times an eventfd's wake */
-		a->nap_late_ns = evd_policy_env_timeout_late_ns(env, (uint64_t)a->lat_budget_ns);
+		a->nap_late_ns = evd_policy_env_timeout_late_ns(env, p99_us * 1000);
 		evd__nap_length(a);
 		if (a->nap_ns == 0)
-			EVD_LOG(INFO, "policy adaptive: %s=%" PRIu64 " leaves no room for naps "
-				"(budget - T %.1f us, not over 2 B = %.1f us)",
-				p99_us != 0 ? "p99_us" : "budget_us", (uint64_t)(a->lat_budget_ns / 1e3),
-				(a->lat_budget_ns - a->nap_late_ns) / 1e3,
+			EVD_LOG(INFO, "policy adaptive: p99_us=%" PRIu64 " leaves no room for naps "
+				"(N - T %.1f us, not over 2 B = %.1f us)", p99_us,
+				(a->target_ns - a->nap_late_ns) / 1e3,
 				2.0 * (double)env->sleep_wake_ns / 1e3);
 	}
 	for (int c = 0; c < CONTEXTS; c++)
 		a->ctx_guard[c] = a->ctx_guard_cold[c] = UINT64_MAX; /* none until the first update */
 	a->pooled_guard = a->pooled_guard_cold = UINT64_MAX;
-	a->guard_ns = guard_us != 0 && guard_us != GUARD_AUTO ? guard_us * 1000 : UINT64_MAX;
-	a->guard_for_ns = guard_for_us != UINT64_MAX ? guard_for_us * 1000 : GUARD_WINDOW_NS;
 	a->idle_left = LEARN_EARLY;
 	a->next_decay = DECAY_EVERY;
 	a->next_check = 0; /* young: adaptive_update at every gap until YOUNG */
@@ -154,8 +143,8 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 	a->n_ctx_used = GAP_CONTEXTS; /* slot 0: the loop as its one source */
 	evd__young_threshold(a);
 	EVD_LOG(DEBUG, "policy adaptive: B %" PRIu64 " ns, lambda %.2f, cap %" PRIu64 " ns, "
-		"latency budget %.0f ns, nap %" PRIu64 " ns", env->sleep_wake_ns, a->lambda, a->cap_ns,
-		a->lat_budget_ns, a->nap_ns);
+		"p99 target %.0f ns, nap %" PRIu64 " ns", env->sleep_wake_ns, a->lambda, a->cap_ns,
+		a->target_ns, a->nap_ns);
 	*state = a;
 	return 0;
 }
