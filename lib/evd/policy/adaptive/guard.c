@@ -35,9 +35,18 @@ evd__guard_bounds_init(struct adaptive *a)
 	}
 }
 
+/* The priced wait of an arrival that waits anywhere from 0 to hi, evenly:
+ * hi / 2, or under a target the share of it past the target. */
+static double
+priced_even(const struct adaptive *a, double hi)
+{
+	return a->target_ns > 0 ? fmax(hi - a->target_ns, 0) / fmax(hi, 1) : priced(a, hi / 2);
+}
+
 /* The priced wait of an arrival the loop serves x late (a timeout's
- * lateness) at the end of a gap g, and of those that come after it
- * meanwhile, each waiting about x / 2: the first with F1, the chance that
+ * lateness) at the end of a gap g (@p even: anywhere from 0 to 2 x, as one
+ * that came in the lateness), and of those that come after it meanwhile,
+ * each waiting anywhere from 0 to x: the first with F1, the chance that
  * the gap after one like g is under x, each next one with F0, the same
  * after a gap under 4 us (a burst): F1 / (1 - F0) of them. F0 is capped
  * at 0.99 only, against a division by 0: a burst that lands in a
@@ -45,16 +54,16 @@ evd__guard_bounds_init(struct adaptive *a)
  * (policies.md, "The host's halt window"). Without a window: the arrival
  * alone. */
 static double
-late_cost(const struct adaptive *a, double g, double x)
+late_cost(const struct adaptive *a, double g, double x, bool even)
 {
 	int i = gap_bin((uint64_t)x);
-	double f1, f0;
+	double first = even ? priced_even(a, 2 * x) : priced(a, x), f1, f0;
 
 	if (!a->window)
-		return priced(a, x);
+		return first;
 	f1 = a->cdf[gap_context((uint64_t)g)][i];
 	f0 = fmin(a->cdf[0][i], 0.99);
-	return priced(a, x) * (1 + 0.5 * f1 / (1 - f0));
+	return first + priced_even(a, x) * f1 / (1 - f0);
 }
 
 /*
@@ -93,7 +102,7 @@ guard_cost(const struct adaptive *a, int i, double t, const struct guard_bound *
 								       k == 0 ? (cold ? INFINITY : 0) : b->G));
 
 		return (1 - pl) * in_sleep +
-		       pl * (t + (k + 1) * b->c + a->lambda * late_cost(a, g, (b->cycle - b->G) / 2));
+		       pl * (t + (k + 1) * b->c + a->lambda * late_cost(a, g, (b->cycle - b->G) / 2, true));
 	}
 	r = s - k * b->cycle;
 	if (k == b->wakes || r <= b->G || b->cycle <= b->G) {
@@ -108,7 +117,7 @@ guard_cost(const struct adaptive *a, int i, double t, const struct guard_bound *
 		       a->lambda * evd__priced_wake_share(a, r, p, a->window && b->G > w) +
 		       p * cold_cost;
 	}
-	return t + (k + 1) * b->c + a->lambda * late_cost(a, g, b->cycle - r) +
+	return t + (k + 1) * b->c + a->lambda * late_cost(a, g, b->cycle - r, false) +
 	       (a->window && b->G > w ? cold_cost : 0);
 }
 

@@ -16,9 +16,12 @@ evd__lambda_set(struct adaptive *a, double lambda)
 	const struct evd_policy_env *env = a->env;
 
 	a->lambda = lambda;
-	/* bounded: a given environment may hold any B and L, lambda_pct goes to 10^6 */
+	/* bounded: a given environment may hold any B and L, lambda_pct goes to 10^6;
+	 * under a target, the longest wake: a young loop knows no gap to count on */
 	a->young_buy_ns = (uint64_t)fmin((double)env->sleep_wake_ns +
-					 a->lambda * priced(a, (double)env->wake_ns[0]), 1e12);
+					 a->lambda * priced(a, a->target_ns > 0 ? evd__wake_most(env)
+										: (double)env->wake_ns[0]),
+					 1e12);
 	a->guard_wakes = (uint32_t)fmin(a->lambda * priced(a, evd__wake_most(env)) /
 					 fmax((double)env->sleep_wake_ns, 1.0), 1000.0);
 	a->guard_auto = a->guard_wakes > 0;

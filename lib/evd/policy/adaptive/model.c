@@ -98,6 +98,32 @@ evd__bin_cost_warm(const struct adaptive *a, int i, double g, double t, double *
 	return cpu + a->lambda * lat;
 }
 
+/* Under a target, a bin's late wakes are its share of gaps past the length
+ * whose sleep wakes later than the target, which its middle alone would make
+ * all or none: the mean over this many points of the bin, spread on log g. */
+#define TARGET_POINTS 8
+
+/* Bin i's priced wake under threshold t, over its points; the window's
+ * share past W as the whole bin's (@p past), or cold (@p cold). */
+static double
+bin_lat_spread(const struct adaptive *a, int i, double t, double past, bool cold)
+{
+	double sum = 0;
+
+	for (int k = 0; k < TARGET_POINTS; k++) {
+		double g = 256.0 * pow(2.0, (i + (k + 0.5) / TARGET_POINTS) / 2.0), lat;
+
+		if (g <= t)
+			continue;
+		if (cold || !a->window)
+			cpu_lat_at(a, g, t, cold, &lat);
+		else
+			lat = evd__priced_wake_share(a, g - t, past, false);
+		sum += lat;
+	}
+	return sum / TARGET_POINTS;
+}
+
 /* The cost tables of the model, for @p a's environment and latency prices
  * (lambda apart, so that one set serves every lambda). */
 static void
@@ -124,6 +150,11 @@ cost_table(const struct adaptive *a, struct adaptive_tables *tb)
 							 &tb->lat[j][i]);
 			tb->past[j][i] = (float)past;
 			tb->cpu_cold[j][i] = cpu_lat_at(a, tb->bin_mid[i], t, true, &tb->lat_cold[j][i]);
+		}
+		for (int i = 0; a->target_ns > 0 && i < GAP_BINS; i++) {
+			tb->lat[j][i] = bin_lat_spread(a, i, t, a->window ? tb->past[j][i] : 0, false);
+			if (a->window)
+				tb->lat_cold[j][i] = bin_lat_spread(a, i, t, 0, true);
 		}
 	}
 }
