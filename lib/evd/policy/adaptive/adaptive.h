@@ -59,12 +59,11 @@ struct guard_bound {
 struct adaptive_tables {
 	double target_ns; /* the latency price they were made with */
 	double cpu[GAP_BINS + 1][GAP_BINS], lat[GAP_BINS + 1][GAP_BINS]; /* cost: cpu + lambda lat */
-	double cpu_cold[GAP_BINS + 1][GAP_BINS]; /* with a window: the sleep's wake cold */
-	double lat_cold[GAP_BINS + 1][GAP_BINS];
+	double lat_cold[GAP_BINS + 1][GAP_BINS]; /* with a window: the sleep's wake cold */
 	float past[GAP_BINS + 1][GAP_BINS]; /* with a window: evd__bin_past() */
 	uint64_t t_ns[GAP_BINS + 1];
-	double bin_mid[GAP_BINS];          /* bin_value(i) */
-	int bin_ctx[GAP_BINS];           /* gap_context(bin_value(i)) */
+	double bin_mid[GAP_BINS];          /* bin_at(i + 0.5) */
+	int bin_ctx[GAP_BINS];           /* gap_context(bin_mid[i]) */
 	double t_as_double[GAP_BINS + 1];      /* t_ns[j] as a double */
 };
 
@@ -165,7 +164,7 @@ gap_context(uint64_t g)
 /* A gap's bin by its top bit m, in two loads and no branch, since this
  * runs at every round that finds work (its cost: doc/guides/policies.md,
  * "Adaptive's state"): bin_base is the octave's first bin, bin_split the
- * least gap of its second, ceil(2^(m + 1/2)), where bin_edge() splits it;
+ * least gap of its second, ceil(2^(m + 1/2)), where bin_at() splits it;
  * under 256 ns the split is never reached, from 2^32 ns it always is
  * (tests/test_gap_bin.c checks both tables against the edges). */
 static const uint8_t bin_base[64] = {

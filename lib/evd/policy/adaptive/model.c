@@ -9,16 +9,12 @@
 
 #include "adaptive.h"
 
+/* The gap at x bins from 256 ns (two bins an octave): bin i spans
+ * [bin_at(i), bin_at(i + 1)), its middle bin_at(i + 0.5) on log g. */
 static double
-bin_value(int i)
+bin_at(double x)
 {
-	return 256.0 * pow(2.0, (i + 0.5) / 2.0);
-}
-
-static double
-bin_edge(int i)
-{
-	return 256.0 * pow(2.0, i / 2.0);
+	return 256.0 * pow(2.0, x / 2.0);
 }
 
 /* gap_bin for tests/test_gap_bin.c (internal, not exported) */
@@ -59,7 +55,7 @@ evd__model_cost(const struct adaptive *a, double g, double t)
 double
 evd__bin_past(const struct adaptive *a, int i, double t)
 {
-	double lo = bin_edge(i), hi = bin_edge(i + 1), x = t + (double)a->env->window_ns;
+	double lo = bin_at(i), hi = bin_at(i + 1), x = t + (double)a->env->window_ns;
 
 	if (x <= lo)
 		return 1;
@@ -81,21 +77,15 @@ evd__priced_wake_share(const struct adaptive *a, double s, double past, bool pre
 
 /* The model's cost of a gap of bin i (@p g, its middle) that starts warm
  * under threshold t, with a window: the bin's share that sleeps past W
- * wakes cold (*past); as cpu_lat_at. */
-static double
-bin_cpu_lat_warm(const struct adaptive *a, int i, double g, double t, double *past, double *lat)
-{
-	*past = evd__bin_past(a, i, t);
-	*lat = g <= t ? 0 : evd__priced_wake_share(a, g - t, *past, false);
-	return g <= t ? g : t + (double)a->env->sleep_wake_ns;
-}
-
+ * wakes cold (*past). */
 double
 evd__bin_cost_warm(const struct adaptive *a, int i, double g, double t, double *past)
 {
-	double lat, cpu = bin_cpu_lat_warm(a, i, g, t, past, &lat);
-
-	return cpu + a->lambda * lat;
+	*past = evd__bin_past(a, i, t);
+	if (g <= t)
+		return g;
+	return t + (double)a->env->sleep_wake_ns +
+	       a->lambda * evd__priced_wake_share(a, g - t, *past, false);
 }
 
 /* Under a target, a bin's late wakes are its share of gaps past the length
@@ -103,15 +93,17 @@ evd__bin_cost_warm(const struct adaptive *a, int i, double g, double t, double *
  * all or none: the mean over this many points of the bin, spread on log g. */
 #define TARGET_POINTS 8
 
-/* Bin i's priced wake under threshold t, over its points; the window's
- * share past W as the whole bin's (@p past), or cold (@p cold). */
+/* Bin i's priced wake under threshold t: at its middle, or under a target
+ * over its points; with a window, warm with the bin's share past W (@p
+ * past), or @p cold. */
 static double
-bin_lat_spread(const struct adaptive *a, int i, double t, double past, bool cold)
+bin_lat(const struct adaptive *a, int i, double t, double past, bool cold)
 {
+	int points = a->target_ns > 0 ? TARGET_POINTS : 1;
 	double sum = 0;
 
-	for (int k = 0; k < TARGET_POINTS; k++) {
-		double g = 256.0 * pow(2.0, (i + (k + 0.5) / TARGET_POINTS) / 2.0), lat;
+	for (int k = 0; k < points; k++) {
+		double g = bin_at(i + (k + 0.5) / points), lat;
 
 		if (g <= t)
 			continue;
@@ -121,7 +113,7 @@ bin_lat_spread(const struct adaptive *a, int i, double t, double past, bool cold
 			lat = evd__priced_wake_share(a, g - t, past, false);
 		sum += lat;
 	}
-	return sum / TARGET_POINTS;
+	return sum / points;
 }
 
 /* The cost tables of the model, for @p a's environment and latency prices
@@ -131,30 +123,24 @@ cost_table(const struct adaptive *a, struct adaptive_tables *tb)
 {
 	tb->target_ns = a->target_ns;
 	for (int i = 0; i < GAP_BINS; i++) {
-		tb->bin_mid[i] = bin_value(i);
+		tb->bin_mid[i] = bin_at(i + 0.5);
 		tb->bin_ctx[i] = gap_context((uint64_t)tb->bin_mid[i]);
 	}
 	for (int j = 0; j <= GAP_BINS; j++) {
-		double t = j == 0 ? 0 : j == GAP_BINS ? INFINITY : bin_edge(j);
+		double t = j == 0 ? 0 : j == GAP_BINS ? INFINITY : bin_at(j);
 
 		tb->t_ns[j] = j == GAP_BINS ? UINT64_MAX : (uint64_t)t;
 		tb->t_as_double[j] = (double)tb->t_ns[j];
 		for (int i = 0; i < GAP_BINS; i++) {
-			double past;
+			/* the CPU is the same warm or cold: spun through, or t and B */
+			double g = tb->bin_mid[i], past = a->window ? evd__bin_past(a, i, t) : 0;
 
-			if (!a->window) {
-				tb->cpu[j][i] = cpu_lat_at(a, tb->bin_mid[i], t, false, &tb->lat[j][i]);
-				continue;
+			tb->cpu[j][i] = g <= t ? g : t + (double)a->env->sleep_wake_ns;
+			tb->lat[j][i] = bin_lat(a, i, t, past, false);
+			if (a->window) {
+				tb->past[j][i] = (float)past;
+				tb->lat_cold[j][i] = bin_lat(a, i, t, 0, true);
 			}
-			tb->cpu[j][i] = bin_cpu_lat_warm(a, i, tb->bin_mid[i], t, &past,
-							 &tb->lat[j][i]);
-			tb->past[j][i] = (float)past;
-			tb->cpu_cold[j][i] = cpu_lat_at(a, tb->bin_mid[i], t, true, &tb->lat_cold[j][i]);
-		}
-		for (int i = 0; a->target_ns > 0 && i < GAP_BINS; i++) {
-			tb->lat[j][i] = bin_lat_spread(a, i, t, a->window ? tb->past[j][i] : 0, false);
-			if (a->window)
-				tb->lat_cold[j][i] = bin_lat_spread(a, i, t, 0, true);
 		}
 	}
 }
@@ -244,7 +230,7 @@ evd__best_thresholds(const struct adaptive *a, const double *w, uint64_t *cold_t
 				double past = tb->past[j][i];
 
 				cost += w[i] * (tb->cpu[j][i] + lambda * tb->lat[j][i] + past * cold_cost);
-				cost_c += w[i] * (tb->cpu_cold[j][i] + lambda * tb->lat_cold[j][i] +
+				cost_c += w[i] * (tb->cpu[j][i] + lambda * tb->lat_cold[j][i] +
 						  (tb->bin_mid[i] <= tb->t_as_double[j]
 							   ? cold_cost
 							   : past * cold_cost));
