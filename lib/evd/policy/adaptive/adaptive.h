@@ -33,6 +33,12 @@
 /* The bounds guard_pick weighs: the window's, W, then guard.c's list. */
 #define GUARD_BOUNDS 6
 
+/* A context's rule: spin t, then sleep, each sleep bounded at guard
+ * (UINT64_MAX: none) until span past t. */
+struct rule {
+	uint64_t t, guard, span;
+};
+
 /* One source the policy follows (sources.c). */
 struct source_slot {
 	uint32_t id;
@@ -100,7 +106,7 @@ struct adaptive {
 	bool napping;         /* the last action was a nap (on_wake: a nap's end) */
 	double nap_gap, nap_burst; /* at the idle gaps: gap and completions, averaged (naps only) */
 	bool naps_late;       /* naps stopped: they ended too late for the target */
-	bool guard_auto;      /* the model bounds sleeps, by its pick per context (ctx_guard)... */
+	bool guard_auto;      /* the model bounds sleeps, by its pick per context (rule)... */
 	uint32_t guard_wakes; /* ...for at most this many timeouts a gap */
 	/* one histogram per context (the length of the previous gap),
 	 * since gaps come in runs (bursts, then silence): n_ctx_used of them,
@@ -111,13 +117,10 @@ struct adaptive {
 	uint64_t last_event_ns;
 	int ctx;                      /* the context of the gap under way */
 	uint64_t threshold_ns;        /* for the gap under way */
-	uint64_t ctx_threshold[CONTEXTS];
-	uint64_t ctx_guard[CONTEXTS]; /* the bound on its sleeps, or UINT64_MAX... */
-	uint64_t ctx_guard_span[CONTEXTS]; /* ...for this long past the threshold */
-	uint32_t ctx_own;             /* contexts whose threshold is their own (not pooled) */
-	uint64_t pooled_ns;           /* the threshold of all contexts together */
-	uint64_t pooled_guard;        /* the bound of all contexts together... */
-	uint64_t pooled_guard_span;   /* ...and its span */
+	/* per context, and all together (a young context's), the rule for a gap
+	 * that starts warm [0] or, with a window, cold [1] */
+	struct rule rule[CONTEXTS][2], pooled[2];
+	uint32_t ctx_own;             /* contexts whose rule is their own (not pooled) */
 	/* the host's halt window (env->window_ns): a sleep within it after a
 	 * longer one wakes in cold_wake_ns, not L */
 	bool window;
@@ -130,9 +133,6 @@ struct adaptive {
 	uint64_t asked_ns;            /* the last sleep's or nap's bound (0: none) */
 	double cold_cost[GAP_CONTEXTS];     /* per class of a gap: what starting it cold adds */
 	double (*cdf)[GAP_BINS];      /* with a window: per class, P(next gap < bin i's top) */
-	uint64_t ctx_threshold_cold[CONTEXTS]; /* the contexts' rules for a cold start */
-	uint64_t ctx_guard_cold[CONTEXTS], ctx_guard_span_cold[CONTEXTS];
-	uint64_t pooled_cold_ns, pooled_guard_cold, pooled_guard_span_cold;
 	uint32_t idle_left;           /* idle gaps (the loop had to decide) to the next update */
 	uint64_t young_buy_ns;        /* while young: the price of a sleep, B + lambda L */
 	uint64_t next_decay;          /* samples at the next halving (every DECAY_EVERY) */
@@ -253,7 +253,7 @@ void evd__window_wake(struct adaptive *a, uint64_t slept, enum evd_wake_reason w
 void evd__guard_bounds_init(struct adaptive *a);
 uint64_t evd__guard_pick(const struct adaptive *a, const double *w, uint64_t thr, bool cold,
 			 uint64_t *span);
-void evd__ctx_guards(struct adaptive *a, uint32_t c, const double *w);
+void evd__guards(struct adaptive *a, const double *w, struct rule *r);
 void evd__superpose_set(struct adaptive *a, uint32_t mask);
 void evd__superpose_learn(struct adaptive *a, bool decay);
 void evd__superpose_choose(struct adaptive *a) __attribute__((cold));

@@ -6,31 +6,17 @@
 
 #include "adaptive.h"
 
-/* The bound on a sleep (UINT64_MAX: none): the gap's context's, where the
- * model bounds sleeps, for its span past the threshold. */
-static inline uint64_t
-guard(const struct adaptive *a, const struct evd_policy_input *in)
-{
-	uint64_t g;
-
-	if (!a->guard_auto)
-		return UINT64_MAX;
-	g = a->cold_gap ? a->ctx_guard_cold[a->ctx] : a->ctx_guard[a->ctx];
-	/* the threshold, then the bound's timeouts, each a cycle of G + T(G) */
-	return g != UINT64_MAX &&
-			       in->idle_ns < a->threshold_ns + (a->cold_gap ? a->ctx_guard_span_cold[a->ctx]
-									    : a->ctx_guard_span[a->ctx])
-		       ? g
-		       : UINT64_MAX;
-}
-
-/* A sleep's *arg: the guard's bound, or 0 (unbounded: the loop's max_sleep_us). */
+/* A sleep's *arg: the bound of the gap's rule for its span past the
+ * threshold (its timeouts, each a cycle of G + T(G)), or 0 (unbounded: the
+ * loop's max_sleep_us). */
 static inline uint64_t
 sleep_arg(const struct adaptive *a, const struct evd_policy_input *in)
 {
-	uint64_t g = guard(a, in);
+	const struct rule *r = &a->rule[a->ctx][a->cold_gap];
 
-	return g == UINT64_MAX ? 0 : g;
+	return a->guard_auto && r->guard != UINT64_MAX && in->idle_ns < a->threshold_ns + r->span
+		       ? r->guard
+		       : 0;
 }
 
 /* A gap that begins with the host's window shut takes its cold rules (a
@@ -40,7 +26,7 @@ cold_rules(struct adaptive *a)
 {
 	a->cold_gap = a->cold;
 	if (a->cold_gap)
-		a->threshold_ns = a->ctx_threshold_cold[a->ctx];
+		a->threshold_ns = a->rule[a->ctx][1].t;
 }
 
 /* Nap where the arrival rate promises two arrivals a nap or more: one is no

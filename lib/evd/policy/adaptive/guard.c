@@ -190,26 +190,17 @@ evd__guard_pick(const struct adaptive *a, const double *w, uint64_t thr, bool co
 	return (uint64_t)b[best]->G;
 }
 
-/* A context's guards (warm and, with a window, cold): its own from its
- * histogram @p w, or the pooled ones (@p w NULL). */
+/* The bounds of a warm and a cold rule (r[0], r[1], their thresholds set) on
+ * histogram @p w: the cold one's is weighed once the window has been shut,
+ * else it is the warm one's. */
 void
-evd__ctx_guards(struct adaptive *a, uint32_t c, const double *w)
+evd__guards(struct adaptive *a, const double *w, struct rule *r)
 {
-	bool own = w != NULL;
-
-	a->ctx_guard[c] = own ? evd__guard_pick(a, w, a->ctx_threshold[c], false,
-					   &a->ctx_guard_span[c])
-			      : a->pooled_guard;
-	if (!own)
-		a->ctx_guard_span[c] = a->pooled_guard_span;
-	if (!a->win_live || !a->been_cold) { /* the cold rules are the warm ones */
-		a->ctx_guard_cold[c] = a->ctx_guard[c];
-		a->ctx_guard_span_cold[c] = a->ctx_guard_span[c];
+	r[0].guard = evd__guard_pick(a, w, r[0].t, false, &r[0].span);
+	if (!a->win_live || !a->been_cold) {
+		r[1].guard = r[0].guard;
+		r[1].span = r[0].span;
 		return;
 	}
-	a->ctx_guard_cold[c] = own ? evd__guard_pick(a, w, a->ctx_threshold_cold[c], true,
-						&a->ctx_guard_span_cold[c])
-				   : a->pooled_guard_cold;
-	if (!own)
-		a->ctx_guard_span_cold[c] = a->pooled_guard_span_cold;
+	r[1].guard = evd__guard_pick(a, w, r[1].t, true, &r[1].span);
 }

@@ -71,19 +71,12 @@ learn_threshold(struct adaptive *a, bool decay)
 		memset(a->cold_cost, 0, sizeof(a->cold_cost));
 	/* a cold start is priced with the last update's cold_cost: it comes
 	 * from the thresholds, which come from it */
-	a->pooled_ns = evd__best_thresholds(a, all, &a->pooled_cold_ns, NULL, NULL);
+	a->pooled[0].t = evd__best_thresholds(a, all, &a->pooled[1].t, NULL, NULL);
 	if (a->win_live)
 		evd__window_learn(a, cls);
 	/* every young context's, and a new source's (slot_of) */
-	if (a->guard_auto) {
-		a->pooled_guard = evd__guard_pick(a, all, a->pooled_ns, false,
-						   &a->pooled_guard_span);
-		a->pooled_guard_cold = a->pooled_guard;
-		a->pooled_guard_span_cold = a->pooled_guard_span;
-		if (a->win_live && a->been_cold)
-			a->pooled_guard_cold = evd__guard_pick(a, all, a->pooled_cold_ns, true,
-							  &a->pooled_guard_span_cold);
-	}
+	if (a->guard_auto)
+		evd__guards(a, all, a->pooled);
 	for (uint32_t c = 0; c < a->n_ctx_used; c++) {
 		bool own = n[c] >= YOUNG;
 		double wc[GAP_BINS]; /* the sums are in double, the histograms float */
@@ -91,37 +84,28 @@ learn_threshold(struct adaptive *a, bool decay)
 		for (int i = 0; i < GAP_BINS; i++)
 			wc[i] = a->w[c][i];
 		if (own) {
-			a->ctx_threshold[c] = evd__best_thresholds(a, wc, &a->ctx_threshold_cold[c],
-							      NULL, NULL);
+			a->rule[c][0].t = evd__best_thresholds(a, wc, &a->rule[c][1].t, NULL, NULL);
+			if (a->guard_auto)
+				evd__guards(a, wc, a->rule[c]);
 		} else {
-			a->ctx_threshold[c] = a->pooled_ns;
-			a->ctx_threshold_cold[c] = a->pooled_cold_ns;
+			memcpy(a->rule[c], a->pooled, sizeof(a->pooled));
 		}
 		a->ctx_own = own ? a->ctx_own | 1u << c : a->ctx_own & ~(1u << c);
-		if (a->guard_auto)
-			evd__ctx_guards(a, c, own ? wc : NULL);
 		for (int i = 0; decay && i < GAP_BINS; i++)
 			a->w[c][i] = halve(a->w[c][i]);
 	}
 	evd__superpose_learn(a, decay);
-	if (a->window)
-		EVD_LOG(DEBUG, "policy adaptive: host window: a cold start costs %.0f %.0f %.0f %.0f ns "
-			"more; cold thresholds %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " ns; bounds "
-			"warm %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 ", cold %" PRIu64 " %" PRIu64
-			" %" PRIu64 " %" PRIu64 " ns (per context, slot 0; %" PRIu64 ": none)",
-			a->cold_cost[0], a->cold_cost[1], a->cold_cost[2], a->cold_cost[3],
-			a->ctx_threshold_cold[0],
-			a->ctx_threshold_cold[1], a->ctx_threshold_cold[2], a->ctx_threshold_cold[3],
-			a->ctx_guard[0], a->ctx_guard[1], a->ctx_guard[2], a->ctx_guard[3],
-			a->ctx_guard_cold[0], a->ctx_guard_cold[1], a->ctx_guard_cold[2],
-			a->ctx_guard_cold[3], UINT64_MAX);
-	EVD_LOG(DEBUG, "policy adaptive: %" PRIu64 " gaps; spin thresholds per context "
-		"(previous gap < 4 us, < 64 us, < 1 ms, longer; slot 0): %" PRId64 " %" PRId64 " %" PRId64
-		" %" PRId64 " ns (-1: never sleep)", a->samples,
-		a->ctx_threshold[0] == UINT64_MAX ? -1 : (int64_t)a->ctx_threshold[0],
-		a->ctx_threshold[1] == UINT64_MAX ? -1 : (int64_t)a->ctx_threshold[1],
-		a->ctx_threshold[2] == UINT64_MAX ? -1 : (int64_t)a->ctx_threshold[2],
-		a->ctx_threshold[3] == UINT64_MAX ? -1 : (int64_t)a->ctx_threshold[3]);
+#define T(x) ((x) == UINT64_MAX ? -1 : (int64_t)(x))
+	EVD_LOG(DEBUG, "policy adaptive: %" PRIu64 " gaps; per context (previous gap < 4 us, < 64 us, "
+		"< 1 ms, longer; slot 0; -1: none) spin %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64
+		" ns, bound %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " ns; a cold start: spin %"
+		PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " ns, costs %.0f %.0f %.0f %.0f ns more",
+		a->samples, T(a->rule[0][0].t), T(a->rule[1][0].t), T(a->rule[2][0].t),
+		T(a->rule[3][0].t), T(a->rule[0][0].guard), T(a->rule[1][0].guard),
+		T(a->rule[2][0].guard), T(a->rule[3][0].guard), T(a->rule[0][1].t),
+		T(a->rule[1][1].t), T(a->rule[2][1].t), T(a->rule[3][1].t), a->cold_cost[0],
+		a->cold_cost[1], a->cold_cost[2], a->cold_cost[3]);
+#undef T
 }
 
 /* Young (under YOUNG gaps): a new randomised threshold every gap. Then an
@@ -154,7 +138,7 @@ evd__adaptive_update(struct adaptive *a)
 		evd__young_threshold(a);
 		a->next_check = a->samples + 1; /* YOUNG at the start: every gap until then */
 		for (int c = 0; c < CONTEXTS; c++)
-			a->ctx_threshold[c] = a->ctx_threshold_cold[c] = a->threshold_ns;
+			a->rule[c][0].t = a->rule[c][1].t = a->threshold_ns;
 		return;
 	}
 	decay = a->samples >= a->next_decay;

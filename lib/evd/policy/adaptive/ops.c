@@ -133,8 +133,8 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 				2.0 * (double)env->sleep_wake_ns / 1e3);
 	}
 	for (int c = 0; c < CONTEXTS; c++)
-		a->ctx_guard[c] = a->ctx_guard_cold[c] = UINT64_MAX; /* none until the first update */
-	a->pooled_guard = a->pooled_guard_cold = UINT64_MAX;
+		a->rule[c][0].guard = a->rule[c][1].guard = UINT64_MAX; /* none until the first update */
+	a->pooled[0].guard = a->pooled[1].guard = UINT64_MAX;
 	a->idle_left = LEARN_EARLY;
 	a->next_decay = DECAY_EVERY;
 	a->next_check = 0; /* young: adaptive_update at every gap until YOUNG */
@@ -155,7 +155,7 @@ static void __attribute__((noinline))
 events_rare(struct adaptive *a)
 {
 	evd__adaptive_update(a);
-	a->threshold_ns = a->ctx_threshold[a->ctx];
+	a->threshold_ns = a->rule[a->ctx][0].t;
 }
 
 /* A round found completions: the idle gap before it is one sample. */
@@ -175,7 +175,7 @@ adaptive_events(void *st, uint64_t now, uint32_t n)
 		a->samples++;
 		a->ctx = gap_context(g) + (int)a->slot_ctx;
 	}
-	a->threshold_ns = a->ctx_threshold[a->ctx];
+	a->threshold_ns = a->rule[a->ctx][0].t;
 	/* the rare part (young thresholds, learning) out of line, and as a
 	 * tail call, so that the common path saves no registers (its cost:
 	 * doc/guides/policies.md, "Adaptive's state") */
@@ -209,7 +209,7 @@ adaptive_describe(const void *st, char *buf, size_t len)
 
 	/* the contexts of the source served last (of the loop: one source) */
 	for (int c = 0; c < GAP_CONTEXTS; c++)
-		t[c] = __atomic_load_n(&a->ctx_threshold[c0 + c], __ATOMIC_RELAXED);
+		t[c] = __atomic_load_n(&a->rule[c0 + c][0].t, __ATOMIC_RELAXED);
 	if (samples < YOUNG) {
 		snprintf(buf, len, "young gaps=%" PRIu64 " B_ns=%" PRIu64, samples,
 			 a->env->sleep_wake_ns);

@@ -75,10 +75,8 @@ slot_of(struct adaptive *a, uint32_t id)
 	c0 = GAP_CONTEXTS * slot;
 	memset(a->w[c0], 0, GAP_CONTEXTS * sizeof(a->w[0]));
 	for (uint32_t c = c0; c < c0 + GAP_CONTEXTS; c++) {
-		a->ctx_threshold[c] = a->pooled_ns; /* young: what all sources teach */
-		a->ctx_threshold_cold[c] = a->pooled_cold_ns;
-		if (a->guard_auto)
-			evd__ctx_guards(a, c, NULL); /* (not the bounds its old source taught) */
+		/* young: what all sources teach, not what its old source taught */
+		memcpy(a->rule[c], a->pooled, sizeof(a->pooled));
 		a->ctx_own &= ~(1u << c);
 	}
 	a->n_ctx_used = RTE_MAX(a->n_ctx_used, c0 + GAP_CONTEXTS);
