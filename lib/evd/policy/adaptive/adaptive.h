@@ -110,7 +110,7 @@ struct adaptive {
 	uint32_t guard_wakes; /* ...for at most this many timeouts a gap */
 	/* one histogram per context (the length of the previous gap),
 	 * since gaps come in runs (bursts, then silence): n_ctx_used of them,
-	 * GAP_CONTEXTS per slot in use, grown as sources take slots (w_room) */
+	 * GAP_CONTEXTS per slot in use; every slot's rows from the first source named */
 	float (*w)[GAP_BINS];
 	uint64_t samples;
 	uint64_t completions;         /* over the samples: a p99 is of completions, not gaps */

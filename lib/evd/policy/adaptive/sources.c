@@ -10,26 +10,8 @@
 
 #include "adaptive.h"
 
-/* Rows in w for the contexts of @p slot, a slot not yet used: slots are
- * taken in order, so they are the next GAP_CONTEXTS rows. False: no memory. */
-static bool
-w_room(struct adaptive *a, uint32_t slot)
-{
-	uint32_t rows = GAP_CONTEXTS * (slot + 1);
-	float (*w)[GAP_BINS];
-
-	if (rows <= a->n_ctx_used)
-		return true;
-	w = evd__realloc(&a->mem, a->w, rows * sizeof(*w));
-	if (w == NULL)
-		return false;
-	a->w = w;
-	return true;
-}
-
 /* The slot of a source: its own, or a free one, or the least recent (whose
- * gap histograms start again); NULL where a free one has no
- * memory for its histograms and no other can be taken. */
+ * gap histograms start again). */
 static struct source_slot *
 slot_of(struct adaptive *a, uint32_t id)
 {
@@ -48,19 +30,6 @@ slot_of(struct adaptive *a, uint32_t id)
 			continue;
 		if (oldest == NULL || (oldest->used && (!sl->used || sl->last_ns < oldest->last_ns)))
 			oldest = sl; /* the first free slot, else the least recent */
-	}
-	if (!oldest->used && !w_room(a, (uint32_t)(oldest - a->slots))) {
-		/* no memory for a new slot: the least recent goes, as when all are used */
-		oldest = NULL;
-		for (int i = 0; i < SLOTS; i++) {
-			struct source_slot *sl = &a->slots[i];
-
-			if (sl->used && (uint32_t)i != running &&
-			    (oldest == NULL || sl->last_ns < oldest->last_ns))
-				oldest = sl;
-		}
-		if (oldest == NULL)
-			return NULL;
 	}
 	memset(oldest, 0, sizeof(*oldest));
 	oldest->used = true;
@@ -105,15 +74,20 @@ evd__adaptive_source_weight(const struct evd_policy *p, uint32_t id, double *w)
 	return -ENOENT;
 }
 
-/* The loop named its first source: the state of several sources, once.
- * False: no memory (logged; the loop's gaps are then learned as one
- * source's, as before it named one). */
+/* The loop named its first source: the state of several sources, and
+ * every slot's histograms, once. False: no memory (logged; the loop's gaps
+ * are then learned as one source's, as before it named one). */
 static bool __attribute__((noinline, cold))
 sources_start(struct adaptive *a)
 {
+	float (*w)[GAP_BINS];
+
 	if (a->alone)
 		return false;
-	a->src = evd__zalloc(&a->mem, sizeof(*a->src), 0);
+	w = evd__realloc(&a->mem, a->w, CONTEXTS * sizeof(*w));
+	if (w != NULL)
+		a->w = w;
+	a->src = w != NULL ? evd__zalloc(&a->mem, sizeof(*a->src), 0) : NULL;
 	if (a->src == NULL) {
 		a->alone = true;
 		EVD_LOG(WARNING, "policy adaptive: no memory to follow the loop's sources: their "
@@ -134,8 +108,6 @@ evd__adaptive_source_events(void *st, uint64_t now, uint32_t id, uint32_t n)
 		return;
 	a->per_source = true;
 	sl = slot_of(a, id);
-	if (sl == NULL)
-		return; /* no memory for its histograms: not followed */
 	if (sl->last_ns != 0 && now >= sl->last_ns) { /* its own gap (superposition) */
 		uint32_t s = (uint32_t)(sl - a->slots);
 
