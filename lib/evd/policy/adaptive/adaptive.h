@@ -237,15 +237,13 @@ wake_lat_after(const struct adaptive *a, double g, double prev)
 
 /* model.c: the cost of a gap under a threshold, the tables, the cheapest threshold */
 double evd__model_cost_at(const struct adaptive *a, double g, double t, bool cold);
-double evd__model_cost(const struct adaptive *a, double g, double t);
 double evd__bin_past(const struct adaptive *a, int i, double t);
 double evd__priced_wake_share(const struct adaptive *a, double s, double past, bool prev_cold);
-double evd__bin_cost_warm(const struct adaptive *a, int i, double g, double t, double *past);
+double evd__bin_cost(const struct adaptive *a, int i, double g, double t, bool cold);
 const struct adaptive_tables *evd__tables_get(const struct adaptive *a,
 					      struct adaptive_tables **own);
 uint64_t evd__best_thresholds(const struct adaptive *a, const double *w, uint64_t *cold_t,
 			      double *least_w, double *least_c);
-uint64_t evd__best_threshold(const struct adaptive *a, const double *w);
 
 /* window.c, guard.c, superpose.c: what the update learns beside the thresholds */
 void evd__window_learn(struct adaptive *a, double cls[][GAP_BINS]);

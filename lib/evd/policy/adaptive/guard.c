@@ -161,19 +161,7 @@ evd__guard_pick(const struct adaptive *a, const double *w, uint64_t thr, bool co
 		if (w[i] < 0.01 || (g = a->tab->bin_mid[i]) <= t ||
 		    (!a->c_known && g <= t + b[0]->G))
 			continue;
-		if (!a->window) {
-			none = evd__model_cost_at(a, g, t, cold);
-		} else {
-			double past;
-
-			if (cold) {
-				none = evd__model_cost_at(a, g, t, true);
-				past = evd__bin_past(a, i, t);
-			} else {
-				none = evd__bin_cost_warm(a, i, g, t, &past);
-			}
-			none += past * a->cold_cost[a->tab->bin_ctx[i]];
-		}
+		none = evd__bin_cost(a, i, g, t, cold);
 		cost[0] += w[i] * none;
 		for (int k = 0; k < nb; k++)
 			cost[k + 1] += w[i] * guard_cost(a, i, t, b[k], none, cold);

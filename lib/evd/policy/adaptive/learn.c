@@ -96,15 +96,15 @@ learn_threshold(struct adaptive *a, bool decay)
 	}
 	evd__superpose_learn(a, decay);
 #define T(x) ((x) == UINT64_MAX ? -1 : (int64_t)(x))
-	EVD_LOG(DEBUG, "policy adaptive: %" PRIu64 " gaps; per context (previous gap < 4 us, < 64 us, "
-		"< 1 ms, longer; slot 0; -1: none) spin %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64
-		" ns, bound %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " ns; a cold start: spin %"
-		PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " ns, costs %.0f %.0f %.0f %.0f ns more",
-		a->samples, T(a->rule[0][0].t), T(a->rule[1][0].t), T(a->rule[2][0].t),
-		T(a->rule[3][0].t), T(a->rule[0][0].guard), T(a->rule[1][0].guard),
-		T(a->rule[2][0].guard), T(a->rule[3][0].guard), T(a->rule[0][1].t),
-		T(a->rule[1][1].t), T(a->rule[2][1].t), T(a->rule[3][1].t), a->cold_cost[0],
-		a->cold_cost[1], a->cold_cost[2], a->cold_cost[3]);
+	EVD_LOG(DEBUG, "policy adaptive: %" PRIu64 " gaps; per context (previous gap < 4 us, "
+		"< 64 us, < 1 ms, longer; slot 0; -1: none) spin %" PRId64 " %" PRId64 " %" PRId64
+		" %" PRId64 " ns, bound %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " ns; a cold "
+		"start: spin %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " ns, costs %.0f %.0f "
+		"%.0f %.0f ns more", a->samples, T(a->rule[0][0].t), T(a->rule[1][0].t),
+		T(a->rule[2][0].t), T(a->rule[3][0].t), T(a->rule[0][0].guard),
+		T(a->rule[1][0].guard), T(a->rule[2][0].guard), T(a->rule[3][0].guard),
+		T(a->rule[0][1].t), T(a->rule[1][1].t), T(a->rule[2][1].t), T(a->rule[3][1].t),
+		a->cold_cost[0], a->cold_cost[1], a->cold_cost[2], a->cold_cost[3]);
 #undef T
 }
 
@@ -124,10 +124,10 @@ evd__adaptive_update(struct adaptive *a)
 		/* A gap evd__superpose_choose saw begin has ended (last_gap_ns):
 		 * charge both rules here, not in adaptive_events, which a
 		 * saturated loop runs at every round. */
-		double g = (double)a->last_gap_ns;
+		double g = (double)a->last_gap_ns, *cost = a->src->rule_cost[a->gap_slot];
 
-		a->src->rule_cost[a->gap_slot][0] += evd__model_cost(a, g, (double)a->gap_t[0]);
-		a->src->rule_cost[a->gap_slot][1] += evd__model_cost(a, g, (double)a->gap_t[1]);
+		cost[0] += evd__model_cost_at(a, g, (double)a->gap_t[0], false);
+		cost[1] += evd__model_cost_at(a, g, (double)a->gap_t[1], false);
 		a->gap_scored = false;
 		if (a->samples >= YOUNG && a->idle_left != 0 && a->samples < a->next_decay) {
 			a->next_check = a->next_decay; /* nothing else is due */

@@ -42,12 +42,6 @@ evd__model_cost_at(const struct adaptive *a, double g, double t, bool cold)
 	return cpu + a->lambda * lat;
 }
 
-double
-evd__model_cost(const struct adaptive *a, double g, double t)
-{
-	return evd__model_cost_at(a, g, t, false);
-}
-
 /* With a window: the share of bin i's gaps whose sleep after threshold t
  * outlasts W, the bin's gaps spread evenly on log g, since the bin's middle
  * alone makes a step that a threshold can buy a whole bin's warm wakes with
@@ -75,17 +69,21 @@ evd__priced_wake_share(const struct adaptive *a, double s, double past, bool pre
 	return (1 - past) * priced(a, prev_cold ? lc : l) + past * priced(a, lc);
 }
 
-/* The model's cost of a gap of bin i (@p g, its middle) that starts warm
- * under threshold t, with a window: the bin's share that sleeps past W
- * wakes cold (*past). */
+/* The model's cost of a gap of bin i (@p g, its middle) under threshold t
+ * that starts @p cold or warm; with a window, the bin's share that sleeps
+ * past W wakes cold, and leaves the next gap a cold start (cold_cost). */
 double
-evd__bin_cost_warm(const struct adaptive *a, int i, double g, double t, double *past)
+evd__bin_cost(const struct adaptive *a, int i, double g, double t, bool cold)
 {
-	*past = evd__bin_past(a, i, t);
-	if (g <= t)
-		return g;
-	return t + (double)a->env->sleep_wake_ns +
-	       a->lambda * evd__priced_wake_share(a, g - t, *past, false);
+	double past, c;
+
+	if (!a->window)
+		return evd__model_cost_at(a, g, t, cold);
+	past = evd__bin_past(a, i, t);
+	c = cold || g <= t ? evd__model_cost_at(a, g, t, cold)
+			   : t + (double)a->env->sleep_wake_ns +
+				     a->lambda * evd__priced_wake_share(a, g - t, past, false);
+	return c + past * a->cold_cost[a->tab->bin_ctx[i]];
 }
 
 /* Under a target, a bin's late wakes are its share of gaps past the length
@@ -252,10 +250,4 @@ evd__best_thresholds(const struct adaptive *a, const double *w, uint64_t *cold_t
 	if (cold_t != NULL)
 		*cold_t = a->win_live ? RTE_MIN(best_tc, a->cap_ns) : RTE_MIN(best_t, a->cap_ns);
 	return RTE_MIN(best_t, a->cap_ns);
-}
-
-uint64_t
-evd__best_threshold(const struct adaptive *a, const double *w)
-{
-	return evd__best_thresholds(a, w, NULL, NULL, NULL);
 }

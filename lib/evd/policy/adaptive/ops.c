@@ -132,8 +132,8 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 				(a->target_ns - a->nap_late_ns) / 1e3,
 				2.0 * (double)env->sleep_wake_ns / 1e3);
 	}
-	for (int c = 0; c < CONTEXTS; c++)
-		a->rule[c][0].guard = a->rule[c][1].guard = UINT64_MAX; /* none until the first update */
+	for (int c = 0; c < CONTEXTS; c++) /* no bound until the first update */
+		a->rule[c][0].guard = a->rule[c][1].guard = UINT64_MAX;
 	a->pooled[0].guard = a->pooled[1].guard = UINT64_MAX;
 	a->idle_left = LEARN_EARLY;
 	a->next_decay = DECAY_EVERY;

@@ -58,7 +58,7 @@ superpose_threshold(const struct adaptive *a, uint64_t start)
 		s_prev = sx;
 	}
 	p[GAP_BINS - 1] = s_prev;
-	return evd__best_threshold(a, p);
+	return evd__best_thresholds(a, p, NULL, NULL, NULL);
 }
 
 /* The sources the superposition takes: @p mask when it holds two or more
