@@ -99,7 +99,7 @@ struct adaptive {
 			       * nothing; lambda then learned (target.c); naps fit within it
 			       * (0: none; latency priced by the ns) */
 	uint64_t nap_ns;      /* the nap the target leaves room for (0: none) */
-	double nap_late_ns;   /* how late a nap ends: its 90th percentile, learned */
+	double nap_late_ns;   /* how late a nap ends: its 99th percentile, learned */
 	uint64_t last_gap_ns; /* the gap that ended at the last completion */
 	uint64_t wake_late_ns; /* a notified wake's expected latency, owed by the gap it ends... */
 	uint64_t wake_at_ns;   /* ...if the wake's round (at this time) finds it */

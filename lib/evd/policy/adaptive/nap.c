@@ -7,7 +7,10 @@
 
 #include "adaptive.h"
 
-#define NAP_STEP_NS 200.0 /* the step by which the naps' 90th-percentile lateness moves */
+/* The naps' lateness is tracked at its 99th percentile, since every
+ * arrival within a nap waits for its end: a nap that ends later than the
+ * tracked figure makes most of its arrivals late. */
+#define NAP_STEP_NS 20.0 /* down when a nap ends sooner; up 99 steps when later */
 
 /* The nap the target leaves room for once a nap's lateness is paid: 0 when
  * that is not over 2 B (spinning through a nap of B costs no more than it). */
@@ -30,10 +33,10 @@ evd__naps_retry(struct adaptive *a)
 	}
 }
 
-/* A nap ended: how late, on this machine and at this load? The 90th
- * percentile, tracked in steps of NAP_STEP_NS (up 9 when later, down 1 when
- * sooner), sets the nap's length, the target less it; a nap cut short (a
- * loop timer, the loop's sleep bound) is no sample. When it leaves no room
+/* A nap ended: how late, on this machine and at this load? The 99th
+ * percentile, tracked in steps of NAP_STEP_NS, sets the nap's length, the
+ * target less it; a nap cut short (a loop timer, the loop's sleep bound)
+ * is no sample. When it leaves no room
  * naps stop, and each update tries them again (evd__naps_retry) so that
  * one bad stretch does not end them for good. */
 void
@@ -41,14 +44,14 @@ evd__nap_wake(struct adaptive *a, uint64_t slept, enum evd_wake_reason why)
 {
 	if (!a->napping || why != EVD_WAKE_TIMEOUT || a->nap_ns == 0 || slept < a->nap_ns)
 		return;
-	a->nap_late_ns += (double)(slept - a->nap_ns) > a->nap_late_ns ? 9 * NAP_STEP_NS
+	a->nap_late_ns += (double)(slept - a->nap_ns) > a->nap_late_ns ? 99 * NAP_STEP_NS
 									 : -NAP_STEP_NS;
 	if (a->nap_late_ns < 0)
 		a->nap_late_ns = 0;
 	evd__nap_length(a);
 	if (a->nap_ns == 0) {
 		rte_log(a->naps_late ? RTE_LOG_DEBUG : RTE_LOG_NOTICE, evd__logtype,
-			"EVD: policy adaptive: naps end %.1f us late (90th percentile): the latency "
+			"EVD: policy adaptive: naps end %.1f us late (99th percentile): the latency "
 			"p99 target %.1f us leaves no room for them, naps off (tried again at the next "
 			"update)\n", a->nap_late_ns / 1e3, a->target_ns / 1e3);
 		a->naps_late = true;
