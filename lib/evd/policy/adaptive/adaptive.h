@@ -190,6 +190,13 @@ gap_bin(uint64_t g)
 	return bin_base[m] + (g >= bin_split[m]);
 }
 
+/* A threshold or bound as the logs show it: -1 for none (UINT64_MAX). */
+static inline int64_t
+shown_ns(uint64_t x)
+{
+	return x == UINT64_MAX ? -1 : (int64_t)x;
+}
+
 /* The decay's halving. A weight under 1e-30 (a gap about 100 halvings
  * old) goes to 0: halved on, it would turn subnormal, whose arithmetic is
  * slow on x86 without flush-to-zero. */

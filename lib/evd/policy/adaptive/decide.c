@@ -19,14 +19,14 @@ sleep_arg(const struct adaptive *a, const struct evd_policy_input *in)
 		       : 0;
 }
 
-/* A gap that begins with the host's window shut takes its cold rules (a
- * young context's are the pooled ones). */
+/* A gap's rule, taken at its first empty round (a saturated loop never
+ * pays for it): its context's, cold where it begins with the host's window
+ * shut (a young context's are the pooled ones). */
 static inline void
-cold_rules(struct adaptive *a)
+gap_rule(struct adaptive *a)
 {
 	a->cold_gap = a->cold;
-	if (a->cold_gap)
-		a->threshold_ns = a->rule[a->ctx][1].t;
+	a->threshold_ns = a->rule[a->ctx][a->cold_gap].t;
 }
 
 /* Nap where the arrival rate promises two arrivals a nap or more: one is no
@@ -60,7 +60,7 @@ evd__adaptive_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
 	if (in->idle_rounds == 1 && a->idle_left != 0 && --a->idle_left == 0)
 		a->next_check = 0;
 	if (in->idle_rounds == 1) {
-		cold_rules(a);
+		gap_rule(a);
 		if (a->nap_ns != 0 && nap_pays(a, in)) {
 			a->napping = true;
 			*arg = a->nap_ns;

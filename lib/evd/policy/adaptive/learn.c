@@ -35,6 +35,8 @@ void
 evd__young_threshold(struct adaptive *a)
 {
 	a->threshold_ns = RTE_MIN(a->young_buy_ns, a->cap_ns);
+	for (int c = 0; c < CONTEXTS; c++)
+		a->rule[c][0].t = a->rule[c][1].t = a->threshold_ns;
 }
 
 /* Per context, from its own histogram once it has enough weight, else from
@@ -95,17 +97,17 @@ learn_threshold(struct adaptive *a, bool decay)
 			a->w[c][i] = halve(a->w[c][i]);
 	}
 	evd__superpose_learn(a, decay);
-#define T(x) ((x) == UINT64_MAX ? -1 : (int64_t)(x))
 	EVD_LOG(DEBUG, "policy adaptive: %" PRIu64 " gaps; per context (previous gap < 4 us, "
 		"< 64 us, < 1 ms, longer; slot 0; -1: none) spin %" PRId64 " %" PRId64 " %" PRId64
 		" %" PRId64 " ns, bound %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " ns; a cold "
 		"start: spin %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " ns, costs %.0f %.0f "
-		"%.0f %.0f ns more", a->samples, T(a->rule[0][0].t), T(a->rule[1][0].t),
-		T(a->rule[2][0].t), T(a->rule[3][0].t), T(a->rule[0][0].guard),
-		T(a->rule[1][0].guard), T(a->rule[2][0].guard), T(a->rule[3][0].guard),
-		T(a->rule[0][1].t), T(a->rule[1][1].t), T(a->rule[2][1].t), T(a->rule[3][1].t),
-		a->cold_cost[0], a->cold_cost[1], a->cold_cost[2], a->cold_cost[3]);
-#undef T
+		"%.0f %.0f ns more", a->samples, shown_ns(a->rule[0][0].t),
+		shown_ns(a->rule[1][0].t), shown_ns(a->rule[2][0].t), shown_ns(a->rule[3][0].t),
+		shown_ns(a->rule[0][0].guard), shown_ns(a->rule[1][0].guard),
+		shown_ns(a->rule[2][0].guard), shown_ns(a->rule[3][0].guard),
+		shown_ns(a->rule[0][1].t), shown_ns(a->rule[1][1].t), shown_ns(a->rule[2][1].t),
+		shown_ns(a->rule[3][1].t), a->cold_cost[0], a->cold_cost[1], a->cold_cost[2],
+		a->cold_cost[3]);
 }
 
 /* Young (under YOUNG gaps): a new randomised threshold every gap. Then an
@@ -137,8 +139,6 @@ evd__adaptive_update(struct adaptive *a)
 	if (a->samples < YOUNG) {
 		evd__young_threshold(a);
 		a->next_check = a->samples + 1; /* YOUNG at the start: every gap until then */
-		for (int c = 0; c < CONTEXTS; c++)
-			a->rule[c][0].t = a->rule[c][1].t = a->threshold_ns;
 		return;
 	}
 	decay = a->samples >= a->next_decay;

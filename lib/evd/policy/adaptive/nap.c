@@ -33,10 +33,9 @@ evd__naps_retry(struct adaptive *a)
 	}
 }
 
-/* A nap ended: how late, on this machine and at this load? The 99th
- * percentile, tracked in steps of NAP_STEP_NS, sets the nap's length, the
- * target less it; a nap cut short (a loop timer, the loop's sleep bound)
- * is no sample. When it leaves no room
+/* A nap ended: how late, on this machine and at this load? The tracked
+ * lateness sets the nap's length, the target less it; a nap cut short (a
+ * loop timer, the loop's sleep bound) is no sample. When it leaves no room
  * naps stop, and each update tries them again (evd__naps_retry) so that
  * one bad stretch does not end them for good. */
 void

@@ -149,15 +149,6 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 	return 0;
 }
 
-/* adaptive_events' rare part, out of line (its tail call): the update,
- * then the threshold of the gap's context again. */
-static void __attribute__((noinline))
-events_rare(struct adaptive *a)
-{
-	evd__adaptive_update(a);
-	a->threshold_ns = a->rule[a->ctx][0].t;
-}
-
 /* A round found completions: the idle gap before it is one sample. */
 static void
 adaptive_events(void *st, uint64_t now, uint32_t n)
@@ -175,12 +166,12 @@ adaptive_events(void *st, uint64_t now, uint32_t n)
 		a->samples++;
 		a->ctx = gap_context(g) + (int)a->slot_ctx;
 	}
-	a->threshold_ns = a->rule[a->ctx][0].t;
 	/* the rare part (young thresholds, learning) out of line, and as a
 	 * tail call, so that the common path saves no registers (its cost:
-	 * doc/guides/policies.md, "Adaptive's state") */
+	 * doc/guides/policies.md, "Adaptive's state"); the gap's rule is taken
+	 * at its first empty round (decide.c) */
 	if (unlikely(a->samples >= a->next_check))
-		events_rare(a);
+		evd__adaptive_update(a);
 }
 
 /* A wake: the host's window, and a nap's lateness. */
@@ -215,11 +206,9 @@ adaptive_describe(const void *st, char *buf, size_t len)
 			 a->env->sleep_wake_ns);
 		return;
 	}
-#define T(x) ((x) == UINT64_MAX ? -1 : (int64_t)(x))
 	snprintf(buf, len, "gaps=%" PRIu64 " spin_ns=%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
-		 " nap_ns=%" PRIu64 " B_ns=%" PRIu64, samples, T(t[0]), T(t[1]), T(t[2]), T(t[3]),
-		 a->nap_ns, a->env->sleep_wake_ns);
-#undef T
+		 " nap_ns=%" PRIu64 " B_ns=%" PRIu64, samples, shown_ns(t[0]), shown_ns(t[1]),
+		 shown_ns(t[2]), shown_ns(t[3]), a->nap_ns, a->env->sleep_wake_ns);
 }
 
 const struct evd_policy_ops evd__adaptive_policy = {
