@@ -125,22 +125,25 @@ test_learn_retired(void)
 	static const struct {
 		const char *spec, *logged;
 	} t[] = {
-		{ "adaptive:learn=0", "learn=0 is retired: the fixed rule is ski2 (spin B, then "
-				      "sleep), or ski2:b_ns=N to spin N ns" },
+		{ "adaptive:learn=0", "learn=0 is retired: adaptive always learns; learn=0's fixed "
+				      "rule is ski2 (spin B, then sleep), or ski2:b_ns=N to spin N ns" },
 		{ "adaptive:learn=0,spin_max_us=100,spin_pct=100", "ski2:b_ns=N" },
 		{ "adaptive:learn=0,guard_us=100", "learn=0 is retired" },
-		{ "adaptive:spin_pct=40", "spin_pct=40 (learn=0's) is retired: the fixed rule is ski2" },
-		{ "adaptive:spin_max_us=50,pause_ns=500", "pause_ns=500 (learn=0's) is retired" },
-		{ "adaptive:learn=1", "learn=1 is retired: adaptive always learns (drop the key)" },
+		{ "adaptive:spin_pct=40", "spin_pct=40 is retired: adaptive always learns; learn=0's" },
+		{ "adaptive:spin_max_us=50,pause_ns=500", "pause_ns=500 is retired" },
+		{ "adaptive:learn=1", "learn=1 is retired: adaptive always learns" },
 		{ "adaptive:learn=2", "learn=2 is retired" },
-		{ "adaptive:prewake=0", "prewake is retired: waking before a periodic source's next "
+		{ "adaptive:prewake=0", "prewake=0 is retired: waking before a periodic source's next "
 					"arrival did not pay" },
-		{ "adaptive:nap=1,prewake=1", "prewake is retired" },
-		{ "adaptive:budget_us=50", "budget_us is retired: adaptive:p99_us=N asks for the least "
-					   "CPU with at most 1 % of completions later than N us" },
-		{ "adaptive:guard_us=100,guard_for_us=1000", "guard_us is retired: adaptive:p99_us=N" },
-		{ "adaptive:guard_us=0", "guard_us is retired" },
-		{ "adaptive:guard_for_us=1000", "guard_for_us is retired" },
+		{ "adaptive:nap=1,prewake=1", "prewake=1 is retired" },
+		{ "adaptive:budget_us=50", "budget_us=50 is retired: adaptive:p99_us=N asks for the "
+					   "least CPU with at most 1 % of completions later than N us" },
+		{ "adaptive:guard_us=100,guard_for_us=1000", "guard_us=100 is retired: "
+							     "adaptive:p99_us=N" },
+		{ "adaptive:guard_us=0", "guard_us=0 is retired" },
+		{ "adaptive:guard_for_us=1000", "guard_for_us=1000 is retired" },
+		{ "adaptive:bogus=1", "unknown key 'bogus' (keys: p99_us, spin_max_us, nap, "
+				      "lambda_pct, superpose)" },
 	};
 
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {

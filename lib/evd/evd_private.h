@@ -81,15 +81,18 @@ struct evd_policy {
 	void *state;
 };
 
-/* A policy's KEY=VALUE: its range and where it goes. */
+/* A policy's KEY=VALUE: its range and where it goes; or, retired, why it
+ * went and what to write instead (a retired key is refused, so that nobody
+ * believes it still acts). */
 struct evd__policy_key {
 	const char *key;
 	uint64_t lo, hi;
 	uint64_t *dst;
+	const char *retired;
 };
 
-/* Store each param in its key's dst; an unknown key or a value out of range
- * is -EINVAL, logged with the policy's name and its keys (policy/keys.c). */
+/* Store each param in its key's dst; an unknown, retired or out-of-range
+ * key is -EINVAL, logged with the policy's name and its keys (policy/keys.c). */
 int evd__policy_parse_keys(const char *policy, const struct evd_policy_param *p, unsigned int n,
 			   const struct evd__policy_key *keys, unsigned int nkeys);
 

@@ -62,9 +62,9 @@ l3fwd_create(const struct evd_policy_param *p, unsigned int n, const struct evd_
 {
 	struct params s = { .a = 10, .b = 300, .c = 10 }; /* min zero polls, suspend, timeout ms */
 	const struct evd__policy_key kv[] = {
-		{ "min_zero_polls", 0, 1000000, &s.a },
-		{ "suspend_threshold", 1, 1000000, &s.b },
-		{ "timeout_ms", 1, 10000, &s.c },
+		{ "min_zero_polls", 0, 1000000, &s.a, NULL },
+		{ "suspend_threshold", 1, 1000000, &s.b, NULL },
+		{ "timeout_ms", 1, 10000, &s.c, NULL },
 	};
 	int rc = evd__policy_parse_keys("l3fwd", p, n, kv, RTE_DIM(kv));
 
@@ -99,8 +99,8 @@ pmdmgmt_create(const struct evd_policy_param *p, unsigned int n, const struct ev
 {
 	struct params s = { .a = 512, .b = 1000 }; /* EMPTYPOLL_MAX, pause ns */
 	const struct evd__policy_key kv[] = {
-		{ "empty_polls", 0, 1000000, &s.a },
-		{ "pause_ns", 1, 1000000, &s.b },
+		{ "empty_polls", 0, 1000000, &s.a, NULL },
+		{ "pause_ns", 1, 1000000, &s.b, NULL },
 	};
 	int rc = evd__policy_parse_keys("pmdmgmt", p, n, kv, RTE_DIM(kv));
 
@@ -131,8 +131,8 @@ napi_create(const struct evd_policy_param *p, unsigned int n, const struct evd_p
 {
 	struct params s = { .a = 2, .b = 20 }; /* defer polls, timeout us */
 	const struct evd__policy_key kv[] = {
-		{ "defer", 0, 1000000, &s.a },
-		{ "timeout_us", 0, 1000000, &s.b },
+		{ "defer", 0, 1000000, &s.a, NULL },
+		{ "timeout_us", 0, 1000000, &s.b, NULL },
 	};
 	int rc = evd__policy_parse_keys("napi", p, n, kv, RTE_DIM(kv));
 
@@ -175,8 +175,8 @@ haltpoll_create(const struct evd_policy_param *p, unsigned int n, const struct e
 {
 	struct params s = { .a = 10000, .b = 200000 }; /* grow start, max (ns) */
 	const struct evd__policy_key kv[] = {
-		{ "start_ns", 1, 1000000, &s.a },
-		{ "max_ns", 1, 10000000, &s.b },
+		{ "start_ns", 1, 1000000, &s.a, NULL },
+		{ "max_ns", 1, 10000000, &s.b, NULL },
 	};
 	int rc = evd__policy_parse_keys("haltpoll", p, n, kv, RTE_DIM(kv));
 
@@ -242,7 +242,7 @@ ski2_create(const struct evd_policy_param *p, unsigned int n, const struct evd_p
 	    void **state)
 {
 	struct params s = { .a = 0 };
-	const struct evd__policy_key kv[] = { { "b_ns", 1, 100000000, &s.a } };
+	const struct evd__policy_key kv[] = { { "b_ns", 1, 100000000, &s.a, NULL } };
 	int rc = evd__policy_parse_keys("ski2", p, n, kv, RTE_DIM(kv));
 
 	if (rc == 0 && s.a == 0)
@@ -290,8 +290,8 @@ skirand_create(const struct evd_policy_param *p, unsigned int n, const struct ev
 	struct params s = { .a = 0, .rnd = 0x9e3779b97f4a7c15ull };
 	uint64_t seed = 1;
 	const struct evd__policy_key kv[] = {
-		{ "b_ns", 1, 100000000, &s.a },
-		{ "seed", 0, UINT64_MAX, &seed },
+		{ "b_ns", 1, 100000000, &s.a, NULL },
+		{ "seed", 0, UINT64_MAX, &seed, NULL },
 	};
 	int rc = evd__policy_parse_keys("ski-rand", p, n, kv, RTE_DIM(kv));
 

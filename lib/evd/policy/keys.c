@@ -22,9 +22,15 @@ evd__policy_parse_keys(const char *policy, const struct evd_policy_param *p, uns
 			char list[128] = "";
 
 			for (unsigned int j = 0; j < nkv; j++)
-				snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
-					 j ? ", " : "", kv[j].key);
+				if (kv[j].retired == NULL)
+					snprintf(list + strlen(list), sizeof(list) - strlen(list),
+						 "%s%s", list[0] ? ", " : "", kv[j].key);
 			EVD_LOG(ERR, "policy %s: unknown key '%s' (keys: %s)", policy, p[i].key, list);
+			return -EINVAL;
+		}
+		if (kv[k].retired != NULL) {
+			EVD_LOG(ERR, "policy %s: %s=%" PRIu64 " is retired: %s", policy, p[i].key,
+				p[i].value, kv[k].retired);
 			return -EINVAL;
 		}
 		if (p[i].value < kv[k].lo || p[i].value > kv[k].hi) {

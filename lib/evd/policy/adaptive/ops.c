@@ -13,43 +13,13 @@
 
 #include "adaptive.h"
 
-/* The fixed rule's keys (learn=0, spin_pct, pause_ns) name ski2's rule:
- * refused with the spec to write instead, so that one never runs as another;
- * a removed mechanism's key is refused, so that nobody believes it on, and
- * the hand-set budget and guard name the target that replaced them. */
-static int
-retired_key(const struct evd_policy_param *p, unsigned int n)
-{
-	for (unsigned int i = 0; i < n; i++) {
-		bool learn = strcmp(p[i].key, "learn") == 0;
-
-		if (strcmp(p[i].key, "budget_us") == 0 || strcmp(p[i].key, "guard_us") == 0 ||
-		    strcmp(p[i].key, "guard_for_us") == 0) {
-			EVD_LOG(ERR, "policy adaptive: %s is retired: adaptive:p99_us=N asks for the "
-				"least CPU with at most 1 %% of completions later than N us, and "
-				"picks the naps and sleep bounds that takes", p[i].key);
-			return -EINVAL;
-		}
-		if (strcmp(p[i].key, "prewake") == 0) {
-			EVD_LOG(ERR, "policy adaptive: prewake is retired: waking before a periodic "
-				"source's next arrival did not pay (doc/guides/policies.md; drop the key)");
-			return -EINVAL;
-		}
-
-		if (learn && p[i].value != 0) {
-			EVD_LOG(ERR, "policy adaptive: learn=%" PRIu64 " is retired: adaptive always "
-				"learns (drop the key)", p[i].value);
-			return -EINVAL;
-		}
-		if (learn || strcmp(p[i].key, "spin_pct") == 0 || strcmp(p[i].key, "pause_ns") == 0) {
-			EVD_LOG(ERR, "policy adaptive: %s=%" PRIu64 "%s is retired: the fixed rule is "
-				"ski2 (spin B, then sleep), or ski2:b_ns=N to spin N ns", p[i].key,
-				p[i].value, learn ? "" : " (learn=0's)");
-			return -EINVAL;
-		}
-	}
-	return 0;
-}
+/* Why the retired keys went: learn=0's fixed rule is ski2's, the hand-set
+ * budget and guard are what a p99 target picks. */
+static const char fixed_rule[] = "adaptive always learns; learn=0's fixed rule is ski2 (spin B, "
+				 "then sleep), or ski2:b_ns=N to spin N ns";
+static const char by_target[] = "adaptive:p99_us=N asks for the least CPU with at most 1 % of "
+				"completions later than N us, and picks the naps and sleep bounds "
+				"that takes";
 
 static void
 adaptive_destroy(void *st)
@@ -71,17 +41,23 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 {
 	uint64_t spin_max_us = UINT64_MAX, lambda_pct = UINT64_MAX, nap = 1, superpose = 1, p99_us = 0;
 	const struct evd__policy_key keys[] = {
-		{ "p99_us", 1, 1000000, &p99_us },
-		{ "spin_max_us", 0, 1000000, &spin_max_us },
-		{ "nap", 0, 1, &nap },
-		{ "lambda_pct", 0, 1000000, &lambda_pct },
-		{ "superpose", 0, 1, &superpose },
+		{ "p99_us", 1, 1000000, &p99_us, NULL },
+		{ "spin_max_us", 0, 1000000, &spin_max_us, NULL },
+		{ "nap", 0, 1, &nap, NULL },
+		{ "lambda_pct", 0, 1000000, &lambda_pct, NULL },
+		{ "superpose", 0, 1, &superpose, NULL },
+		{ "learn", .retired = fixed_rule },
+		{ "spin_pct", .retired = fixed_rule },
+		{ "pause_ns", .retired = fixed_rule },
+		{ "prewake", .retired = "waking before a periodic source's next arrival did not pay "
+					"(doc/guides/policies.md; drop the key)" },
+		{ "budget_us", .retired = by_target },
+		{ "guard_us", .retired = by_target },
+		{ "guard_for_us", .retired = by_target },
 	};
 	struct adaptive *a;
-	int rc = retired_key(p, n);
+	int rc = evd__policy_parse_keys("adaptive", p, n, keys, RTE_DIM(keys));
 
-	if (rc == 0)
-		rc = evd__policy_parse_keys("adaptive", p, n, keys, RTE_DIM(keys));
 	if (rc < 0)
 		return rc;
 	if (p99_us != 0 && lambda_pct != UINT64_MAX) {
