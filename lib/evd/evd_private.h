@@ -31,13 +31,6 @@ void evd__cal_reduce(uint64_t lat[][EVD__CAL_MAX_WAKES], const int *n, uint64_t 
 		     int *stalls, int *lowered);
 uint64_t evd__cal_window(const uint64_t *lat, int n, uint64_t *wake_ns, uint64_t cold_ns);
 
-/* adaptive's gap histogram bin of a gap in ns (policy/adaptive;
- * tests/test_gap_bin.c) */
-int evd__gap_bin(uint64_t g);
-/* the weight adaptive's histograms hold for a source (policy/adaptive;
- * tests/test_policy_slots.c) */
-int evd__adaptive_source_weight(const struct evd_policy *p, uint32_t id, double *w);
-
 /* The thread rule of the control calls (evd_loop.c): 1 if the call took
  * the loop for its length, 0 if it is on the loop's own thread, -EBUSY
  * (logged, naming @p call) from another thread while the loop runs. Give

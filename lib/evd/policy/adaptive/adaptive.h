@@ -70,21 +70,6 @@ struct adaptive_tables {
 	uint64_t t_ns[GAP_BINS + 1];
 	double bin_mid[GAP_BINS];          /* bin_at(i + 0.5) */
 	int bin_ctx[GAP_BINS];           /* gap_context(bin_mid[i]) */
-	double t_as_double[GAP_BINS + 1];      /* t_ns[j] as a double */
-};
-
-/*
- * Superposition (loops of several sources): each source's own gaps, from
- * one round that served it to the next, decayed with the rest; at each
- * update their survival P(own gap >= edge k); per slot that began a gap,
- * the cost each rule's threshold would have had on the idle gaps it began
- * (0: the context's, 1: the superposition's). Made when the loop names its
- * first source, so that a loop of one source does not hold it.
- */
-struct adaptive_sources {
-	float own_gaps[SLOTS][GAP_BINS];
-	float survival[SLOTS][GAP_BINS + 1];
-	double rule_cost[SLOTS][2];
 };
 
 struct adaptive {
@@ -92,7 +77,9 @@ struct adaptive {
 	const struct evd_policy_env *env;
 	const struct adaptive_tables *tab; /* shared, or own_tab */
 	struct adaptive_tables *own_tab;   /* not shared: this instance's, freed with it */
-	double log_at[EVD_ENV_WAKE_POINTS]; /* log of env->wake_at_ns: wake_lat reads it */
+	/* log of env->wake_at_ns, taken once: L is interpolated on log g, and
+	 * guard_pick takes up to six a bin */
+	double log_at[EVD_ENV_WAKE_POINTS];
 	double lambda;
 	uint64_t cap_ns;      /* spin_max_us, or UINT64_MAX */
 	double target_ns;     /* p99_us: a completion later than this costs lambda, one earlier
@@ -106,12 +93,7 @@ struct adaptive {
 	bool napping;         /* the last action was a nap (on_wake: a nap's end) */
 	double nap_gap, nap_burst; /* at the idle gaps: gap and completions, averaged (naps only) */
 	bool naps_late;       /* naps stopped: they ended too late for the target */
-	bool guard_auto;      /* the model bounds sleeps, by its pick per context (rule)... */
-	uint32_t guard_wakes; /* ...for at most this many timeouts a gap */
-	/* one histogram per context (the length of the previous gap),
-	 * since gaps come in runs (bursts, then silence): n_ctx_used of them,
-	 * GAP_CONTEXTS per slot in use; every slot's rows from the first source named */
-	float (*w)[GAP_BINS];
+	uint32_t guard_wakes; /* the model bounds sleeps, for at most this many timeouts a gap */
 	uint64_t samples;
 	uint64_t completions;         /* over the samples: a p99 is of completions, not gaps */
 	uint64_t last_event_ns;
@@ -125,34 +107,39 @@ struct adaptive {
 	 * longer one wakes in cold_wake_ns, not L */
 	bool window;
 	bool win_live;                /* window, and some gap of the histograms outlasts W */
-	bool late_known;              /* env has T: a timeout's end is priced */
-	bool c_known;                 /* env has C: a timer's CPU is priced */
 	bool cold;                    /* the last halt outlasted W (on_wake) */
 	bool been_cold;               /* the window was ever shut: the cold guards are weighed */
 	bool cold_gap;                /* the gap under way began cold: the cold rules */
 	uint64_t asked_ns;            /* the last sleep's or nap's bound (0: none) */
 	double cold_cost[GAP_CONTEXTS];     /* per class of a gap: what starting it cold adds */
-	double (*cdf)[GAP_BINS];      /* with a window: per class, P(next gap < bin i's top) */
 	uint32_t idle_left;           /* idle gaps (the loop had to decide) to the next update */
-	uint64_t young_buy_ns;        /* while young: the price of a sleep, B + lambda L */
 	uint64_t next_decay;          /* samples at the next halving (every DECAY_EVERY) */
 	uint64_t next_check;          /* samples at the next update or halving */
 	bool superpose;               /* superpose=0: the context rule alone */
-	bool per_source;              /* the loop tells which source each round served */
 	uint32_t slot_ctx;            /* GAP_CONTEXTS x the slot of the source served last */
 	uint32_t n_ctx_used;          /* contexts in use: GAP_CONTEXTS x (highest slot + 1) */
 	struct source_slot slots[SLOTS]; /* per source (slot 0 only: the loop as one source) */
-	struct adaptive_sources *src; /* loops of several sources: from the first source named */
-	bool alone;                   /* no memory for src: the loop is learned as one source */
 	uint32_t superposed;            /* slots in the superposition (at least 2, else 0) */
 	uint64_t gap_t[2];            /* the gap under way: both rules' thresholds... */
 	uint32_t gap_slot;            /* ...the slot that began it... */
 	bool gap_scored;              /* ...and whether it was idle (both are scored) */
 	uint64_t superposed_gaps;            /* idle gaps on the superposition's threshold */
 	/* the bounds guard_pick weighs (W first), taken once: they depend on
-	 * the environment and the knobs only; bound_ok: one timeout or more */
+	 * the environment and the knobs only */
 	struct guard_bound bounds[GUARD_BOUNDS];
-	bool bound_ok[GUARD_BOUNDS];
+	/* one histogram per context (the length of the previous gap), since
+	 * gaps come in runs (bursts, then silence): n_ctx_used of them,
+	 * GAP_CONTEXTS per slot in use */
+	float w[CONTEXTS][GAP_BINS];
+	double cdf[GAP_CONTEXTS][GAP_BINS]; /* with a window: per class, P(next gap < bin i's top) */
+	/* Superposition: each source's own gaps, from one round that served it
+	 * to the next, decayed with the rest; at each update their survival
+	 * P(own gap >= edge k); per slot that began a gap, the cost each rule's
+	 * threshold would have had on the idle gaps it began (0: the context's,
+	 * 1: the superposition's). */
+	float own_gaps[SLOTS][GAP_BINS];
+	float survival[SLOTS][GAP_BINS + 1];
+	double rule_cost[SLOTS][2];
 };
 
 static inline int
@@ -214,14 +201,6 @@ priced(const struct adaptive *a, double latency_ns)
 	return a->target_ns > 0 ? latency_ns > a->target_ns : latency_ns;
 }
 
-/* The policy's L, from the points' logs taken at create: one log() a
- * figure instead of three, and guard_pick takes up to six a bin. */
-static inline double
-wake_lat(const struct adaptive *a, uint64_t g)
-{
-	return evd__wake_interp(a->env, a->log_at, g);
-}
-
 /* The gap from last to a completion seen at now: a completion that woke
  * the loop came the wake's latency before it was seen, and learned long a
  * gap after a sleep would teach the loop to sleep. */
@@ -237,7 +216,7 @@ seen_gap(const struct adaptive *a, uint64_t now, uint64_t last)
 static inline double
 wake_lat_after(const struct adaptive *a, double g, double prev)
 {
-	double l = wake_lat(a, (uint64_t)g);
+	double l = evd__wake_interp(a->env, a->log_at, (uint64_t)g);
 
 	return a->window ? evd__wake_windowed(a->env, l, g, prev) : l;
 }
@@ -256,8 +235,6 @@ uint64_t evd__best_thresholds(const struct adaptive *a, const double *w, uint64_
 void evd__window_learn(struct adaptive *a, double cls[][GAP_BINS]);
 void evd__window_wake(struct adaptive *a, uint64_t slept, enum evd_wake_reason why);
 void evd__guard_bounds_init(struct adaptive *a);
-uint64_t evd__guard_pick(const struct adaptive *a, const double *w, uint64_t thr, bool cold,
-			 uint64_t *span);
 void evd__guards(struct adaptive *a, const double *w, struct rule *r);
 void evd__superpose_set(struct adaptive *a, uint32_t mask);
 void evd__superpose_learn(struct adaptive *a, bool decay);

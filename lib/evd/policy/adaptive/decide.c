@@ -14,19 +14,10 @@ sleep_arg(const struct adaptive *a, const struct evd_policy_input *in)
 {
 	const struct rule *r = &a->rule[a->ctx][a->cold_gap];
 
-	return a->guard_auto && r->guard != UINT64_MAX && in->idle_ns < a->threshold_ns + r->span
-		       ? r->guard
-		       : 0;
-}
-
-/* A gap's rule, taken at its first empty round (a saturated loop never
- * pays for it): its context's, cold where it begins with the host's window
- * shut (a young context's are the pooled ones). */
-static inline void
-gap_rule(struct adaptive *a)
-{
-	a->cold_gap = a->cold;
-	a->threshold_ns = a->rule[a->ctx][a->cold_gap].t;
+	/* (a target's price may have left no timeouts since the rule's bound was set) */
+	if (a->guard_wakes == 0 || r->guard == UINT64_MAX)
+		return 0;
+	return in->idle_ns < a->threshold_ns + r->span ? r->guard : 0;
 }
 
 /* Nap where the arrival rate promises two arrivals a nap or more: one is no
@@ -60,7 +51,11 @@ evd__adaptive_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
 	if (in->idle_rounds == 1 && a->idle_left != 0 && --a->idle_left == 0)
 		a->next_check = 0;
 	if (in->idle_rounds == 1) {
-		gap_rule(a);
+		/* the gap's rule, here (a saturated loop never pays for it): its
+		 * context's, cold where it begins with the host's window shut (a
+		 * young context's are the pooled ones) */
+		a->cold_gap = a->cold;
+		a->threshold_ns = a->rule[a->ctx][a->cold_gap].t;
 		if (a->nap_ns != 0 && nap_pays(a, in)) {
 			a->napping = true;
 			*arg = a->nap_ns;

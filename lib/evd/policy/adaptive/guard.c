@@ -19,20 +19,20 @@ bound_at(const struct adaptive *a, uint64_t G, struct guard_bound *g)
 	g->c = fmax(evd_policy_env_timeout_ns(a->env, G), 1.0);
 	g->bs = evd_policy_env_bounded_sleep_ns(a->env, G);
 	/* (an environment without T: the timeout's end is not priced) */
-	g->cycle = g->G + (a->late_known ? evd_policy_env_timeout_late_ns(a->env, G) : 0);
+	g->cycle = g->G;
+	if (evd__timeout_late_known(a->env))
+		g->cycle += evd_policy_env_timeout_late_ns(a->env, G);
 	g->wakes = fmin(floor(a->lambda * priced(a, evd__wake_most(a->env)) / g->c),
 			(double)a->guard_wakes);
 }
 
-/* The bounds guard_pick weighs, taken once at create: they depend on the
- * environment and the keys only; one that gets no timeout is left out. */
+/* The bounds guard_pick weighs, taken at each price of latency: they
+ * depend on it, the environment and the keys only. */
 void
 evd__guard_bounds_init(struct adaptive *a)
 {
-	for (int k = 0; k < (int)GUARD_BOUNDS; k++) {
+	for (int k = 0; k < (int)GUARD_BOUNDS; k++)
 		bound_at(a, k == 0 ? a->env->window_ns : guard_bound_ns[k - 1], &a->bounds[k]);
-		a->bound_ok[k] = a->bounds[k].wakes >= 1 && (k > 0 || a->window);
-	}
 }
 
 /* The priced wait of an arrival that waits anywhere from 0 to hi, evenly:
@@ -130,36 +130,35 @@ guard_cost(const struct adaptive *a, int i, double t, const struct guard_bound *
  * starts @p cold or warm, the bound (or none) of least expected cost wins;
  * *span says how long past the threshold it bounds.
  */
-uint64_t
-evd__guard_pick(const struct adaptive *a, const double *w, uint64_t thr, bool cold, uint64_t *span)
+static uint64_t
+guard_pick(const struct adaptive *a, const double *w, uint64_t thr, bool cold, uint64_t *span)
 {
 	double cost[GUARD_BOUNDS + 1] = { 0 }, least, t = (double)thr;
 	const struct guard_bound *b[GUARD_BOUNDS];
+	bool c_known = evd__timeout_cpu_known(a->env);
 	int nb = 0, best = -1;
 
 	*span = 0;
 	/* (a bound whose timeout costs more than the priced L it could save
 	 * gets no timeout: left out) */
 	for (int k = a->win_live ? 0 : 1; k < (int)GUARD_BOUNDS; k++)
-		if (a->bound_ok[k])
+		if (a->bounds[k].wakes >= 1)
 			b[nb++] = &a->bounds[k];
-	if (nb == 0)
-		return UINT64_MAX;
 	/* gaps shorter than the threshold have no sleep, the same cost under
 	 * every bound; those shorter than the threshold and the least bound
 	 * no timeout, but where a timer's CPU was measured a sleep with one
 	 * armed costs more (evd_policy_env_bounded_sleep_ns): they count too
 	 * (a threshold of never leaves none) */
-	if (thr >= UINT64_MAX - (uint64_t)b[0]->G)
+	if (nb == 0 || thr >= UINT64_MAX - (uint64_t)b[0]->G)
 		return UINT64_MAX;
-	for (int i = a->c_known ? gap_bin(thr) : gap_bin(thr + (uint64_t)b[0]->G); i < GAP_BINS; i++) {
+	for (int i = c_known ? gap_bin(thr) : gap_bin(thr + (uint64_t)b[0]->G); i < GAP_BINS; i++) {
 		double g, none;
 
 		/* a bin halved to under 1 % of a gap weighs nothing here (the
 		 * halving empties one only after about 100 halvings): not worth
 		 * a wake latency's log */
 		if (w[i] < 0.01 || (g = a->tab->bin_mid[i]) <= t ||
-		    (!a->c_known && g <= t + b[0]->G))
+		    (!c_known && g <= t + b[0]->G))
 			continue;
 		none = evd__bin_cost(a, i, g, t, cold);
 		cost[0] += w[i] * none;
@@ -184,11 +183,9 @@ evd__guard_pick(const struct adaptive *a, const double *w, uint64_t thr, bool co
 void
 evd__guards(struct adaptive *a, const double *w, struct rule *r)
 {
-	r[0].guard = evd__guard_pick(a, w, r[0].t, false, &r[0].span);
-	if (!a->win_live || !a->been_cold) {
-		r[1].guard = r[0].guard;
-		r[1].span = r[0].span;
-		return;
-	}
-	r[1].guard = evd__guard_pick(a, w, r[1].t, true, &r[1].span);
+	r[0].guard = guard_pick(a, w, r[0].t, false, &r[0].span);
+	if (a->win_live && a->been_cold)
+		r[1].guard = guard_pick(a, w, r[1].t, true, &r[1].span);
+	else
+		r[1] = (struct rule){ r[1].t, r[0].guard, r[0].span };
 }

@@ -8,35 +8,39 @@
 
 #include "adaptive.h"
 
-/* The price of latency, and what follows from it: the young price, the
- * guard's timeouts and bounds. */
+/* The price of latency, and what follows from it: the guard's timeouts and
+ * bounds. */
 void
 evd__lambda_set(struct adaptive *a, double lambda)
 {
 	const struct evd_policy_env *env = a->env;
 
 	a->lambda = lambda;
-	/* bounded: a given environment may hold any B and L, lambda_pct goes to 10^6;
-	 * under a target, the longest wake: a young loop knows no gap to count on */
-	a->young_buy_ns = (uint64_t)fmin((double)env->sleep_wake_ns +
-					 a->lambda * priced(a, a->target_ns > 0 ? evd__wake_most(env)
-										: (double)env->wake_ns[0]),
-					 1e12);
 	a->guard_wakes = (uint32_t)fmin(a->lambda * priced(a, evd__wake_most(env)) /
 					 fmax((double)env->sleep_wake_ns, 1.0), 1000.0);
-	a->guard_auto = a->guard_wakes > 0;
 	evd__guard_bounds_init(a);
 }
 
 /* Ski rental while the histogram is young, the price of buying being what a
  * sleep costs in this model (B and the least priced wake latency), not B
- * alone, so that gaps cheaper to spin than a priced sleep are spun. */
+ * alone, so that gaps cheaper to spin than a priced sleep are spun; no
+ * bound. Every rule, the pooled ones too (a new source's, slot_of). */
 void
 evd__young_threshold(struct adaptive *a)
 {
-	a->threshold_ns = RTE_MIN(a->young_buy_ns, a->cap_ns);
+	const struct evd_policy_env *env = a->env;
+	/* bounded: a given environment may hold any B and L, lambda_pct goes to 10^6;
+	 * under a target, the longest wake: a young loop knows no gap to count on */
+	double buy = fmin((double)env->sleep_wake_ns +
+				  a->lambda * priced(a, a->target_ns > 0 ? evd__wake_most(env)
+									 : (double)env->wake_ns[0]),
+			  1e12);
+	struct rule y = { RTE_MIN((uint64_t)buy, a->cap_ns), UINT64_MAX, 0 };
+
+	a->threshold_ns = y.t;
+	a->pooled[0] = a->pooled[1] = y;
 	for (int c = 0; c < CONTEXTS; c++)
-		a->rule[c][0].t = a->rule[c][1].t = a->threshold_ns;
+		a->rule[c][0] = a->rule[c][1] = y;
 }
 
 /* Per context, from its own histogram once it has enough weight, else from
@@ -77,7 +81,7 @@ learn_threshold(struct adaptive *a, bool decay)
 	if (a->win_live)
 		evd__window_learn(a, cls);
 	/* every young context's, and a new source's (slot_of) */
-	if (a->guard_auto)
+	if (a->guard_wakes > 0)
 		evd__guards(a, all, a->pooled);
 	for (uint32_t c = 0; c < a->n_ctx_used; c++) {
 		bool own = n[c] >= YOUNG;
@@ -87,7 +91,7 @@ learn_threshold(struct adaptive *a, bool decay)
 			wc[i] = a->w[c][i];
 		if (own) {
 			a->rule[c][0].t = evd__best_thresholds(a, wc, &a->rule[c][1].t, NULL, NULL);
-			if (a->guard_auto)
+			if (a->guard_wakes > 0)
 				evd__guards(a, wc, a->rule[c]);
 		} else {
 			memcpy(a->rule[c], a->pooled, sizeof(a->pooled));
@@ -97,17 +101,12 @@ learn_threshold(struct adaptive *a, bool decay)
 			a->w[c][i] = halve(a->w[c][i]);
 	}
 	evd__superpose_learn(a, decay);
-	EVD_LOG(DEBUG, "policy adaptive: %" PRIu64 " gaps; per context (previous gap < 4 us, "
-		"< 64 us, < 1 ms, longer; slot 0; -1: none) spin %" PRId64 " %" PRId64 " %" PRId64
-		" %" PRId64 " ns, bound %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " ns; a cold "
-		"start: spin %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " ns, costs %.0f %.0f "
-		"%.0f %.0f ns more", a->samples, shown_ns(a->rule[0][0].t),
-		shown_ns(a->rule[1][0].t), shown_ns(a->rule[2][0].t), shown_ns(a->rule[3][0].t),
-		shown_ns(a->rule[0][0].guard), shown_ns(a->rule[1][0].guard),
-		shown_ns(a->rule[2][0].guard), shown_ns(a->rule[3][0].guard),
-		shown_ns(a->rule[0][1].t), shown_ns(a->rule[1][1].t), shown_ns(a->rule[2][1].t),
-		shown_ns(a->rule[3][1].t), a->cold_cost[0], a->cold_cost[1], a->cold_cost[2],
-		a->cold_cost[3]);
+	for (int c = 0; c < GAP_CONTEXTS; c++) /* slot 0's (-1: none) */
+		EVD_LOG(DEBUG, "policy adaptive: %" PRIu64 " gaps; context %d (the gap before: 0 "
+			"< 4 us, 1 < 64 us, 2 < 1 ms, 3 longer): spin %" PRId64 " ns, bound %" PRId64
+			" ns; a cold start: spin %" PRId64 " ns, costs %.0f ns more", a->samples, c,
+			shown_ns(a->rule[c][0].t), shown_ns(a->rule[c][0].guard),
+			shown_ns(a->rule[c][1].t), a->cold_cost[c]);
 }
 
 /* Young (under YOUNG gaps): a new randomised threshold every gap. Then an
@@ -126,7 +125,7 @@ evd__adaptive_update(struct adaptive *a)
 		/* A gap evd__superpose_choose saw begin has ended (last_gap_ns):
 		 * charge both rules here, not in adaptive_events, which a
 		 * saturated loop runs at every round. */
-		double g = (double)a->last_gap_ns, *cost = a->src->rule_cost[a->gap_slot];
+		double g = (double)a->last_gap_ns, *cost = a->rule_cost[a->gap_slot];
 
 		cost[0] += evd__model_cost_at(a, g, (double)a->gap_t[0], false);
 		cost[1] += evd__model_cost_at(a, g, (double)a->gap_t[1], false);

@@ -17,29 +17,22 @@ bin_at(double x)
 	return 256.0 * pow(2.0, x / 2.0);
 }
 
-/* gap_bin for tests/test_gap_bin.c (internal, not exported) */
-int
-evd__gap_bin(uint64_t g)
-{
-	return gap_bin(g);
-}
-
-/* The model's cost of a gap g under threshold t, as its CPU and its priced
- * wake latency (*lat, before lambda): spun through (g <= t), or t spun,
- * then a sleep (B) and its wake (cold: after a halt past the window). */
+/* A sleep's priced wake latency, s after the threshold (cold: after a halt
+ * past the window). */
 static double
-cpu_lat_at(const struct adaptive *a, double g, double t, bool cold, double *lat)
+sleep_lat(const struct adaptive *a, double s, bool cold)
 {
-	*lat = g <= t ? 0 : priced(a, wake_lat_after(a, g - t, cold ? INFINITY : 0));
-	return g <= t ? g : t + (double)a->env->sleep_wake_ns;
+	return priced(a, wake_lat_after(a, s, cold ? INFINITY : 0));
 }
 
+/* The model's cost of a gap g under threshold t: spun through (g <= t), or
+ * t spun, then a sleep (B) and its priced wake. */
 double
 evd__model_cost_at(const struct adaptive *a, double g, double t, bool cold)
 {
-	double lat, cpu = cpu_lat_at(a, g, t, cold, &lat);
-
-	return cpu + a->lambda * lat;
+	if (g <= t)
+		return g;
+	return t + (double)a->env->sleep_wake_ns + a->lambda * sleep_lat(a, g - t, cold);
 }
 
 /* With a window: the share of bin i's gaps whose sleep after threshold t
@@ -64,7 +57,8 @@ evd__bin_past(const struct adaptive *a, int i, double t)
 double
 evd__priced_wake_share(const struct adaptive *a, double s, double past, bool prev_cold)
 {
-	double l = wake_lat(a, (uint64_t)s), lc = fmax(l, (double)a->env->cold_wake_ns);
+	double l = evd__wake_interp(a->env, a->log_at, (uint64_t)s);
+	double lc = fmax(l, (double)a->env->cold_wake_ns);
 
 	return (1 - past) * priced(a, prev_cold ? lc : l) + past * priced(a, lc);
 }
@@ -101,15 +95,11 @@ bin_lat(const struct adaptive *a, int i, double t, double past, bool cold)
 	double sum = 0;
 
 	for (int k = 0; k < points; k++) {
-		double g = bin_at(i + (k + 0.5) / points), lat;
+		double g = bin_at(i + (k + 0.5) / points);
 
-		if (g <= t)
-			continue;
-		if (cold || !a->window)
-			cpu_lat_at(a, g, t, cold, &lat);
-		else
-			lat = evd__priced_wake_share(a, g - t, past, false);
-		sum += lat;
+		if (g > t)
+			sum += cold || !a->window ? sleep_lat(a, g - t, cold)
+						  : evd__priced_wake_share(a, g - t, past, false);
 	}
 	return sum / points;
 }
@@ -128,7 +118,6 @@ cost_table(const struct adaptive *a, struct adaptive_tables *tb)
 		double t = j == 0 ? 0 : j == GAP_BINS ? INFINITY : bin_at(j);
 
 		tb->t_ns[j] = j == GAP_BINS ? UINT64_MAX : (uint64_t)t;
-		tb->t_as_double[j] = (double)tb->t_ns[j];
 		for (int i = 0; i < GAP_BINS; i++) {
 			/* the CPU is the same warm or cold: spun through, or t and B */
 			double g = tb->bin_mid[i], past = a->window ? evd__bin_past(a, i, t) : 0;
@@ -229,7 +218,7 @@ evd__best_thresholds(const struct adaptive *a, const double *w, uint64_t *cold_t
 
 				cost += w[i] * (tb->cpu[j][i] + lambda * tb->lat[j][i] + past * cold_cost);
 				cost_c += w[i] * (tb->cpu[j][i] + lambda * tb->lat_cold[j][i] +
-						  (tb->bin_mid[i] <= tb->t_as_double[j]
+						  (tb->bin_mid[i] <= (double)tb->t_ns[j]
 							   ? cold_cost
 							   : past * cold_cost));
 			}

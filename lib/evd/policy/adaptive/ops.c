@@ -28,9 +28,6 @@ adaptive_destroy(void *st)
 
 	if (a == NULL)
 		return;
-	evd__free(&a->mem, a->w);
-	evd__free(&a->mem, a->cdf);
-	evd__free(&a->mem, a->src);
 	free(a->own_tab);
 	evd__free(&a->mem, a);
 }
@@ -55,6 +52,7 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 		{ "guard_us", .retired = by_target },
 		{ "guard_for_us", .retired = by_target },
 	};
+	struct evd__mem mem = evd__policy_mem();
 	struct adaptive *a;
 	int rc = evd__policy_parse_keys("adaptive", p, n, keys, RTE_DIM(keys));
 
@@ -65,18 +63,12 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 			"N us against the CPU, the price learned): drop lambda_pct");
 		return -EINVAL;
 	}
-	{
-		struct evd__mem mem = evd__policy_mem();
-
-		a = evd__zalloc(&mem, sizeof(*a), 0);
-		if (a == NULL)
-			return -ENOMEM;
-		a->mem = mem;
-	}
+	a = evd__zalloc(&mem, sizeof(*a), 0);
+	if (a == NULL)
+		return -ENOMEM;
+	a->mem = mem;
 	a->env = env;
 	a->window = env->window_ns != 0 && env->cold_wake_ns != 0;
-	a->late_known = evd__timeout_late_known(env);
-	a->c_known = evd__timeout_cpu_known(env);
 	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++)
 		a->log_at[k] = log((double)env->wake_at_ns[k]);
 	/* under a target the context rules alone, whose late gaps target.c counts */
@@ -86,10 +78,7 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 	a->cap_ns = spin_max_us != UINT64_MAX ? spin_max_us * 1000 : UINT64_MAX;
 	a->target_ns = (double)p99_us * 1000;
 	a->tab = evd__tables_get(a, &a->own_tab); /* (the environment and prices set above) */
-	a->w = evd__zalloc(&a->mem, GAP_CONTEXTS * sizeof(*a->w), 0); /* slot 0's: the loop's */
-	if (a->window)
-		a->cdf = evd__zalloc(&a->mem, GAP_CONTEXTS * sizeof(*a->cdf), 0);
-	if (a->tab == NULL || a->w == NULL || (a->window && a->cdf == NULL)) {
+	if (a->tab == NULL) {
 		adaptive_destroy(a);
 		return -ENOMEM;
 	}
@@ -108,9 +97,6 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 				(a->target_ns - a->nap_late_ns) / 1e3,
 				2.0 * (double)env->sleep_wake_ns / 1e3);
 	}
-	for (int c = 0; c < CONTEXTS; c++) /* no bound until the first update */
-		a->rule[c][0].guard = a->rule[c][1].guard = UINT64_MAX;
-	a->pooled[0].guard = a->pooled[1].guard = UINT64_MAX;
 	a->idle_left = LEARN_EARLY;
 	a->next_decay = DECAY_EVERY;
 	a->next_check = 0; /* young: adaptive_update at every gap until YOUNG */
@@ -177,11 +163,6 @@ adaptive_describe(const void *st, char *buf, size_t len)
 	/* the contexts of the source served last (of the loop: one source) */
 	for (int c = 0; c < GAP_CONTEXTS; c++)
 		t[c] = __atomic_load_n(&a->rule[c0 + c][0].t, __ATOMIC_RELAXED);
-	if (samples < YOUNG) {
-		snprintf(buf, len, "young gaps=%" PRIu64 " B_ns=%" PRIu64, samples,
-			 a->env->sleep_wake_ns);
-		return;
-	}
 	snprintf(buf, len, "gaps=%" PRIu64 " spin_ns=%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
 		 " nap_ns=%" PRIu64 " B_ns=%" PRIu64, samples, shown_ns(t[0]), shown_ns(t[1]),
 		 shown_ns(t[2]), shown_ns(t[3]), a->nap_ns, a->env->sleep_wake_ns);

@@ -34,7 +34,6 @@ static uint64_t
 superpose_threshold(const struct adaptive *a, uint64_t start)
 {
 	const uint64_t *t_ns = a->tab->t_ns;
-	const struct adaptive_sources *src = a->src;
 	double p[GAP_BINS], s0[SLOTS], s_prev = 1.0;
 	uint64_t age[SLOTS];
 	uint32_t in = 0;
@@ -42,7 +41,7 @@ superpose_threshold(const struct adaptive *a, uint64_t start)
 	for (int s = 0; s < SLOTS; s++)
 		if (a->superposed & (1u << s)) {
 			age[s] = start > a->slots[s].last_ns ? start - a->slots[s].last_ns : 0;
-			s0[s] = survival_at(t_ns, src->survival[s], age[s]);
+			s0[s] = survival_at(t_ns, a->survival[s], age[s]);
 			if (s0[s] > 1e-9)
 				in |= 1u << s;
 		}
@@ -51,7 +50,7 @@ superpose_threshold(const struct adaptive *a, uint64_t start)
 
 		for (int s = 0; s < SLOTS; s++)
 			if (in & (1u << s))
-				sx *= survival_at(t_ns, src->survival[s], age[s] + t_ns[i + 1]) /
+				sx *= survival_at(t_ns, a->survival[s], age[s] + t_ns[i + 1]) /
 				      s0[s];
 		/* what is left in a bin after rounding is dropped */
 		p[i] = s_prev - sx > 1e-6 ? s_prev - sx : 0;
@@ -80,32 +79,27 @@ evd__superpose_set(struct adaptive *a, uint32_t mask)
 void
 evd__superpose_learn(struct adaptive *a, bool decay)
 {
-	struct adaptive_sources *src = a->src;
 	uint32_t mask = 0;
 
-	/* (a loop that has named no source has no own gaps to learn or age) */
-	for (int s = 0; src != NULL && s < SLOTS; s++) {
+	for (int s = 0; s < SLOTS; s++) {
 		double tot = 0;
 
 		for (int i = 0; i < GAP_BINS; i++)
-			tot += src->own_gaps[s][i];
-		if (a->per_source && a->slots[s].used && a->slots[s].id != UINT32_MAX &&
-		    tot >= YOUNG) {
+			tot += a->own_gaps[s][i];
+		if (a->slots[s].used && a->slots[s].id != UINT32_MAX && tot >= YOUNG) {
 			double acc = 0;
 
-			src->survival[s][GAP_BINS] = 0;
+			a->survival[s][GAP_BINS] = 0;
 			for (int i = GAP_BINS - 1; i >= 0; i--) {
-				acc += src->own_gaps[s][i];
-				src->survival[s][i] = acc / tot;
+				acc += a->own_gaps[s][i];
+				a->survival[s][i] = acc / tot;
 			}
 			mask |= 1u << s;
 		}
 		for (int i = 0; decay && i < GAP_BINS; i++)
-			src->own_gaps[s][i] = halve(src->own_gaps[s][i]);
-		if (decay) {
-			src->rule_cost[s][0] = halve(src->rule_cost[s][0]);
-			src->rule_cost[s][1] = halve(src->rule_cost[s][1]);
-		}
+			a->own_gaps[s][i] = halve(a->own_gaps[s][i]);
+		for (int r = 0; decay && r < 2; r++)
+			a->rule_cost[s][r] = halve(a->rule_cost[s][r]);
 	}
 	evd__superpose_set(a, mask);
 	if (a->superposed != 0)
@@ -137,7 +131,7 @@ evd__superpose_choose(struct adaptive *a)
 	a->gap_slot = s;
 	a->gap_scored = true;
 	a->next_check = 0; /* adaptive_update scores both at the gap's end */
-	if (a->src->rule_cost[s][1] < a->src->rule_cost[s][0]) {
+	if (a->rule_cost[s][1] < a->rule_cost[s][0]) {
 		a->threshold_ns = a->gap_t[1];
 		a->superposed_gaps++;
 	}

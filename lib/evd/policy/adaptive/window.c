@@ -47,12 +47,12 @@ evd__window_wake(struct adaptive *a, uint64_t slept, enum evd_wake_reason why)
 	 * cut the wait short (slept adds its lateness); a notified sleep for
 	 * slept less its wake latency: the cold wake where the window was
 	 * shut, L at W where it was open */
-	if (slept != 0) {
-		double w = (double)a->env->window_ns, late = wake_lat_after(a, w, a->cold ? INFINITY : 0);
+	double w = (double)a->env->window_ns;
 
-		a->cold = why == EVD_WAKE_TIMEOUT && a->asked_ns != 0
-				  ? RTE_MIN(a->asked_ns, slept) > a->env->window_ns
-				  : (double)slept - late > w;
-		a->been_cold |= a->cold;
-	}
+	if (slept == 0)
+		return;
+	a->cold = why == EVD_WAKE_TIMEOUT && a->asked_ns != 0
+			  ? RTE_MIN(a->asked_ns, slept) > a->env->window_ns
+			  : (double)slept - wake_lat_after(a, w, a->cold ? INFINITY : 0) > w;
+	a->been_cold |= a->cold;
 }
