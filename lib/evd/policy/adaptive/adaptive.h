@@ -28,7 +28,7 @@
 #define YOUNG 32
 #define DECAY_EVERY 4096 /* gaps */
 #define LEARN_EVERY 256 /* idle gaps */
-#define LEARN_EARLY 64  /* idle gaps, until the first decay (DECAY_EVERY gaps) */
+#define LEARN_EARLY 8   /* idle gaps, until the first decay (DECAY_EVERY gaps) */
 
 /* The bounds guard_pick weighs: the window's, W, then guard.c's list. */
 #define GUARD_BOUNDS 6
