@@ -124,8 +124,8 @@ struct adaptive {
 	uint32_t gap_slot;            /* ...the slot that began it... */
 	bool gap_scored;              /* ...and whether it was idle (both are scored) */
 	uint64_t superposed_gaps;            /* idle gaps on the superposition's threshold */
-	/* the bounds guard_pick weighs (W first), taken once: they depend on
-	 * the environment and the knobs only */
+	/* the bounds guard_pick weighs (W first), taken at each price of
+	 * latency: they depend on it, the environment and the knobs only */
 	struct guard_bound bounds[GUARD_BOUNDS];
 	/* one histogram per context (the length of the previous gap), since
 	 * gaps come in runs (bursts, then silence): n_ctx_used of them,

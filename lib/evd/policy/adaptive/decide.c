@@ -14,10 +14,7 @@ sleep_arg(const struct adaptive *a, const struct evd_policy_input *in)
 {
 	const struct rule *r = &a->rule[a->ctx][a->cold_gap];
 
-	/* (a target's price may have left no timeouts since the rule's bound was set) */
-	if (a->guard_wakes == 0 || r->guard == UINT64_MAX)
-		return 0;
-	return in->idle_ns < a->threshold_ns + r->span ? r->guard : 0;
+	return r->guard != UINT64_MAX && in->idle_ns < a->threshold_ns + r->span ? r->guard : 0;
 }
 
 /* Nap where the arrival rate promises two arrivals a nap or more: one is no
@@ -47,10 +44,9 @@ evd__adaptive_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
 {
 	struct adaptive *a = st;
 
-	/* the first empty round of a gap: an idle gap (adaptive_events) */
-	if (in->idle_rounds == 1 && a->idle_left != 0 && --a->idle_left == 0)
-		a->next_check = 0;
-	if (in->idle_rounds == 1) {
+	if (in->idle_rounds == 1) { /* the first empty round of a gap: an idle gap */
+		if (a->idle_left != 0 && --a->idle_left == 0)
+			a->next_check = 0;
 		/* the gap's rule, here (a saturated loop never pays for it): its
 		 * context's, cold where it begins with the host's window shut (a
 		 * young context's are the pooled ones) */

@@ -80,9 +80,9 @@ learn_threshold(struct adaptive *a, bool decay)
 	a->pooled[0].t = evd__best_thresholds(a, all, &a->pooled[1].t, NULL, NULL);
 	if (a->win_live)
 		evd__window_learn(a, cls);
-	/* every young context's, and a new source's (slot_of) */
-	if (a->guard_wakes > 0)
-		evd__guards(a, all, a->pooled);
+	/* every young context's, and a new source's (slot_of); at each update,
+	 * since a target's price may have left the bounds no timeouts */
+	evd__guards(a, all, a->pooled);
 	for (uint32_t c = 0; c < a->n_ctx_used; c++) {
 		bool own = n[c] >= YOUNG;
 		double wc[GAP_BINS]; /* the sums are in double, the histograms float */
@@ -91,8 +91,7 @@ learn_threshold(struct adaptive *a, bool decay)
 			wc[i] = a->w[c][i];
 		if (own) {
 			a->rule[c][0].t = evd__best_thresholds(a, wc, &a->rule[c][1].t, NULL, NULL);
-			if (a->guard_wakes > 0)
-				evd__guards(a, wc, a->rule[c]);
+			evd__guards(a, wc, a->rule[c]);
 		} else {
 			memcpy(a->rule[c], a->pooled, sizeof(a->pooled));
 		}
@@ -109,7 +108,7 @@ learn_threshold(struct adaptive *a, bool decay)
 			shown_ns(a->rule[c][1].t), a->cold_cost[c]);
 }
 
-/* Young (under YOUNG gaps): a new randomised threshold every gap. Then an
+/* Young (under YOUNG gaps): the young rule, set at create. Then an
  * update at YOUNG gaps and every LEARN_EARLY idle gaps until the first
  * decay, so that a short run does not live on what its first gaps taught,
  * and every LEARN_EVERY after, since each update sums every context's
@@ -135,9 +134,8 @@ evd__adaptive_update(struct adaptive *a)
 			return;
 		}
 	}
-	if (a->samples < YOUNG) {
-		evd__young_threshold(a);
-		a->next_check = a->samples + 1; /* YOUNG at the start: every gap until then */
+	if (a->samples < YOUNG) { /* (an idle gap's count ran out while young) */
+		a->next_check = YOUNG;
 		return;
 	}
 	decay = a->samples >= a->next_decay;

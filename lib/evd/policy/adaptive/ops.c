@@ -99,7 +99,7 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 	}
 	a->idle_left = LEARN_EARLY;
 	a->next_decay = DECAY_EVERY;
-	a->next_check = 0; /* young: adaptive_update at every gap until YOUNG */
+	a->next_check = YOUNG; /* the first update; until then the young rule */
 	a->last_event_ns = UINT64_MAX;
 	a->last_gap_ns = UINT64_MAX;
 	a->n_ctx_used = GAP_CONTEXTS; /* slot 0: the loop as its one source */
