@@ -1324,6 +1324,113 @@ test_adaptive_naps(void)
 	evd_policy_destroy(p);
 }
 
+/*
+ * Pacing, on a virtual clock: a round costs 100 ns, and the next completion
+ * comes a gap after the last that depends on the pause last asked for.
+ * CONTENDED: a peer that the polls slow (the gap shrinks with the pause, to
+ * 10 us and no further); STALLED: the same, silent for 2 ms every 50 ms
+ * (a host that does not run it); ONE_IN_FLIGHT: a peer that answers each completion
+ * 400 ns after the loop saw it (a pause only delays it); OPEN: arrivals
+ * every 300 ns whatever the loop does; SPARSE: the same every 3 us (under
+ * 512k a second: pace.c's least). A second of peer p0, then one of p1.
+ * Returns the pause the loop spent most of its last half second in (0:
+ * none; a comparison's turns are a tenth of it), *pauses how many were
+ * asked for.
+ */
+enum pace_peer { CONTENDED, STALLED, ONE_IN_FLIGHT, OPEN, SPARSE };
+
+static uint64_t
+pace_run(enum pace_peer p0, enum pace_peer p1, uint64_t *pauses)
+{
+	struct evd_policy *p;
+	static const uint64_t steps[] = { 0, 1000, 3000, 10000, 30000 };
+	uint64_t t = 1000000000ull, end = t + 2000000000ull, next = t, last = t, rounds = 0, pause = 0;
+	uint64_t spent[RTE_DIM(steps)] = { 0 }, most = 0;
+
+	*pauses = 0;
+	CHECK_EQ(evd_policy_create("adaptive", &p), 0);
+	while (t < end) {
+		struct evd_policy_input in = { .now_ns = t, .idle_ns = t - last, .last_burst = 1 };
+		enum pace_peer peer = t < end - 1000000000ull ? p0 : p1;
+		uint64_t arg = 0;
+		uint32_t n = 0;
+
+		while (next <= t) {
+			uint64_t g = 3000000 / (3000 + RTE_MIN(pause, UINT64_C(10000)));
+
+			n++;
+			if (peer == STALLED && next % 50000000 < g)
+				g += 2000000;
+			next += peer == CONTENDED || peer == STALLED ? g
+					  : peer == OPEN ? 300 : peer == SPARSE ? 3000
+					  : t - next + 400 + 1;
+		}
+		if (n > 0) {
+			evd_policy_events(p, t, n);
+			last = t;
+			rounds = 0;
+			t += 100;
+			continue;
+		}
+		in.idle_rounds = ++rounds;
+		switch (evd_policy_decide(p, &in, &arg)) {
+		case EVD_ACTION_PAUSE:
+			pause = arg;
+			++*pauses;
+			for (size_t i = 0; i < RTE_DIM(steps); i++)
+				if (steps[i] == arg && t > end - 500000000ull)
+					spent[i] += arg;
+			t += arg + 100;
+			break;
+		case EVD_ACTION_POLL:
+			pause = 0;
+			spent[0] += t > end - 500000000ull ? 100 : 0;
+			t += 100;
+			break;
+		default: /* a sleep, a nap: to the next completion */
+			pause = 0;
+			t = RTE_MAX(t, next) + 100;
+			break;
+		}
+	}
+	evd_policy_destroy(p);
+	for (size_t i = 1; i < RTE_DIM(steps); i++)
+		most = spent[i] > spent[most] ? i : most;
+	return steps[most];
+}
+
+/* A busy loop pauses between polls where the pause raises the completion
+ * rate (the contended peer: the longest pause that still pays), and not
+ * where it lowers it (one in flight; after a contended second too) or
+ * leaves it as it is (an open loop); a loop that is not busy never pauses,
+ * not even to compare. */
+static void
+test_adaptive_pace(void)
+{
+	static const struct {
+		const char *what;
+		enum pace_peer p0, p1;
+		uint64_t want;
+	} c[] = {
+		{ "contended peer", CONTENDED, CONTENDED, 10000 },
+		{ "contended peer, stalled", STALLED, STALLED, 10000 },
+		{ "one in flight", ONE_IN_FLIGHT, ONE_IN_FLIGHT, 0 },
+		{ "contended, then one in flight", CONTENDED, ONE_IN_FLIGHT, 0 },
+		{ "open loop", OPEN, OPEN, 0 },
+		{ "sparse", SPARSE, SPARSE, 0 },
+	};
+
+	for (size_t i = 0; i < RTE_DIM(c); i++) {
+		uint64_t n, got = pace_run(c[i].p0, c[i].p1, &n);
+
+		printf("  %s: pause most in force %" PRIu64 " ns (%" PRIu64 " pauses asked)\n",
+		       c[i].what, got, n);
+		CHECK_EQ(got, c[i].want);
+		if (c[i].p0 == SPARSE)
+			CHECK_EQ(n, 0);
+	}
+}
+
 /* Naps made to end the whole budget late until they stop (the gaps stay
  * short, so that the rate keeps asking for naps: only lateness stops
  * them); then idle gaps (an empty round each) until the update's retry.
@@ -1992,6 +2099,7 @@ main(int argc, char **argv)
 	TEST(test_haltpoll);
 	TEST(test_adaptive_budget_cost);
 	TEST(test_adaptive_naps);
+	TEST(test_adaptive_pace);
 	TEST(test_adaptive_nap_lateness);
 	TEST(test_loop_nap);
 	TEST(test_calibration);

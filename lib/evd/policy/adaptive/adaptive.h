@@ -3,7 +3,7 @@
  * The adaptive policy's state and the calls between its files, one file per
  * mechanism (ops.c has the ops table; doc/guides/policies.md the model).
  * Calls go down, never up: ops.c; then decide.c, sources.c, learn.c; then
- * window.c, guard.c, superpose.c, nap.c; then model.c.
+ * window.c, guard.c, superpose.c, nap.c, pace.c; then model.c.
  */
 #ifndef EVD_POLICY_ADAPTIVE_H
 #define EVD_POLICY_ADAPTIVE_H
@@ -33,6 +33,8 @@
 /* The bounds guard_pick weighs: the window's, W, then guard.c's list. */
 #define GUARD_BOUNDS 6
 
+#define PACE_ARMS 3  /* the pauses a comparison weighs (pace.c) */
+#define PACE_TURNS 8 /* the turns it takes, each pause an epoch a turn */
 /* A context's rule: spin t, then sleep, each sleep bounded at guard
  * (UINT64_MAX: none) until span past t. */
 struct rule {
@@ -96,6 +98,7 @@ struct adaptive {
 	uint32_t guard_wakes; /* the model bounds sleeps, for at most this many timeouts a gap */
 	uint64_t samples;
 	uint64_t completions;         /* over the samples: a p99 is of completions, not gaps */
+	uint64_t pace_end;            /* pacing's epoch ends (pace.c; 0: none under way) */
 	uint64_t last_event_ns;
 	int ctx;                      /* the context of the gap under way */
 	uint64_t threshold_ns;        /* for the gap under way */
@@ -140,6 +143,16 @@ struct adaptive {
 	float own_gaps[SLOTS][GAP_BINS];
 	float survival[SLOTS][GAP_BINS + 1];
 	double rule_cost[SLOTS][2];
+	/* pace.c: the pause between busy polls, and the epochs that measure it */
+	uint32_t pace_step;            /* the pause in force (pace.c's list) */
+	uint32_t pace_arm;             /* the epoch's (the same list) */
+	uint64_t pace_ns;              /* ...in ns: what decide asks for */
+	uint32_t pace_turn;            /* epochs into the comparison */
+	uint32_t pace_hold;            /* epochs left with pace_step alone (0: comparing) */
+	uint32_t pace_stays;           /* comparisons in a row that kept it */
+	uint32_t pace_watch;           /* busy epochs to see, without a pause, before pausing */
+	uint64_t pace_from;            /* completions when the epoch began */
+	double pace_rate[PACE_TURNS][PACE_ARMS]; /* per turn and pause: completions a ns */
 };
 
 static inline int
@@ -245,6 +258,8 @@ void evd__nap_length(struct adaptive *a);
 void evd__naps_retry(struct adaptive *a);
 void evd__nap_wake(struct adaptive *a, uint64_t slept, enum evd_wake_reason why);
 
+/* pace.c */
+void evd__pace_epoch(struct adaptive *a, uint64_t now);
 /* target.c */
 double evd__target_lambda(const struct adaptive *a, const double *all, const double *n);
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The decision at an empty round: a nap, a spin under the threshold, then
- * a sleep under the guard.
+ * The decision at an empty round: a nap, a spin under the threshold (paced
+ * while the loop is busy: pace.c), then a sleep under the guard.
  */
 
 #include "adaptive.h"
@@ -62,8 +62,10 @@ evd__adaptive_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
 	a->napping = false;
 	if (in->idle_rounds == 1 && a->superposed != 0)
 		evd__superpose_choose(a);
-	if (in->idle_ns < a->threshold_ns)
-		return EVD_ACTION_POLL;
+	if (in->idle_ns < a->threshold_ns) {
+		*arg = a->pace_ns;
+		return *arg != 0 ? EVD_ACTION_PAUSE : EVD_ACTION_POLL;
+	}
 	*arg = sleep_arg(a, in);
 	a->asked_ns = *arg;
 	return EVD_ACTION_SLEEP;

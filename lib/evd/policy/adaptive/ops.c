@@ -111,6 +111,17 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 	return 0;
 }
 
+/* What a round's completions rarely call for: the end of pacing's epoch,
+ * an update. */
+static void __attribute__((noinline))
+adaptive_rare(struct adaptive *a, uint64_t now)
+{
+	if (now >= a->pace_end)
+		evd__pace_epoch(a, now);
+	if (a->samples >= a->next_check)
+		evd__adaptive_update(a);
+}
+
 /* A round found completions: the idle gap before it is one sample. */
 static void
 adaptive_events(void *st, uint64_t now, uint32_t n)
@@ -128,12 +139,12 @@ adaptive_events(void *st, uint64_t now, uint32_t n)
 		a->samples++;
 		a->ctx = gap_context(g) + (int)a->slot_ctx;
 	}
-	/* the rare part (young thresholds, learning) out of line, and as a
-	 * tail call, so that the common path saves no registers (its cost:
-	 * doc/guides/policies.md, "Adaptive's state"); the gap's rule is taken
-	 * at its first empty round (decide.c) */
-	if (unlikely(a->samples >= a->next_check))
-		evd__adaptive_update(a);
+	/* the rare parts (an epoch's end, young thresholds, learning) out of
+	 * line, and as a tail call, so that the common path saves no registers
+	 * (its cost: doc/guides/policies.md, "Adaptive's state"); the gap's
+	 * rule is taken at its first empty round (decide.c) */
+	if (unlikely(a->samples >= a->next_check || now >= a->pace_end))
+		adaptive_rare(a, now);
 }
 
 /* A wake: the host's window, and a nap's lateness. */
@@ -164,8 +175,9 @@ adaptive_describe(const void *st, char *buf, size_t len)
 	for (int c = 0; c < GAP_CONTEXTS; c++)
 		t[c] = __atomic_load_n(&a->rule[c0 + c][0].t, __ATOMIC_RELAXED);
 	snprintf(buf, len, "gaps=%" PRIu64 " spin_ns=%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
-		 " nap_ns=%" PRIu64 " B_ns=%" PRIu64, samples, shown_ns(t[0]), shown_ns(t[1]),
-		 shown_ns(t[2]), shown_ns(t[3]), a->nap_ns, a->env->sleep_wake_ns);
+		 " nap_ns=%" PRIu64 " busy_pause_ns=%" PRIu64 " B_ns=%" PRIu64, samples, shown_ns(t[0]),
+		 shown_ns(t[1]), shown_ns(t[2]), shown_ns(t[3]), a->nap_ns,
+		 __atomic_load_n(&a->pace_ns, __ATOMIC_RELAXED), a->env->sleep_wake_ns);
 }
 
 const struct evd_policy_ops evd__adaptive_policy = {

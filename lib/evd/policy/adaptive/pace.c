@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Pacing: the pause between the polls of a loop that never sleeps, chosen
+ * by the completion rate each pause gets, measured in turns.
+ *
+ * A poll of an empty device queue reads the lines its producer writes (a
+ * virtqueue's index, a CQ's entry): polled every ~100 ns it takes them
+ * from the other CPU before each write, and a closed loop (a peer that
+ * waits for its replies) slows to the poller's pace. A pause gives the
+ * lines back; it also delays what arrives during it, which costs a closed
+ * loop with one request in flight its rate, and an open loop latency for
+ * no rate. Nothing in the gaps tells these apart, the rate does: while the
+ * loop is busy (PACE_BUSY completions an epoch), the pause in force and
+ * its neighbours hold it an epoch each in turn, and the longer pause is
+ * kept only where it wins nearly every turn (doc/guides/policies.md,
+ * "Pacing").
+ */
+
+#include "adaptive.h"
+
+#define PACE_EPOCH_NS 1000000 /* one pause's turn */
+#define PACE_WINS 7           /* turns a longer pause must win to be chosen */
+#define PACE_HOLD 256         /* epochs a choice that stayed holds; twice that each time it stays */
+#define PACE_HOLD_MOST 4096   /* ...up to this */
+#define PACE_MARGIN 1.03      /* a win: a rate over the shorter pause's by this much */
+/* completions in an epoch for it to be busy (under this, the counts' own
+ * noise, 4.4 % at 512, outweighs the margin) */
+#define PACE_BUSY 512
+#define PACE_WATCH 8 /* busy epochs in a row before the first comparison: a burst is not busy */
+
+/* the pauses, a step apart */
+static const uint64_t pace_ns[] = { 0, 1000, 3000, 10000, 30000 };
+
+/* The pauses a comparison weighs, the one in force and its neighbours
+ * (the three shortest or longest at the ends): steps lo to lo + 2. */
+static inline uint32_t
+pace_first(const struct adaptive *a)
+{
+	return RTE_MIN(a->pace_step > 0 ? a->pace_step - 1 : 0,
+		       (uint32_t)RTE_DIM(pace_ns) - PACE_ARMS);
+}
+
+/* The comparison's end: the shortest pause, unless a longer one wins
+ * PACE_WINS of the turns against it (each turn measures every pause once,
+ * so a win is a rate against a rate of the same stretch: a sign test,
+ * which bursts of an open loop's arrivals do not sway as they sway sums).
+ * A step taken is measured again at once; one that stayed holds. */
+static void
+pace_choose(struct adaptive *a, uint32_t lo)
+{
+	uint32_t best = 0, wins[PACE_ARMS] = { 0 };
+
+	for (uint32_t i = 1; i < PACE_ARMS; i++) {
+		for (uint32_t t = 0; t < PACE_TURNS; t++)
+			wins[i] += a->pace_rate[t][i] > PACE_MARGIN * a->pace_rate[t][best];
+		if (wins[i] >= PACE_WINS)
+			best = i;
+	}
+	EVD_LOG(DEBUG, "policy adaptive: pause %" PRIu64 " ns between busy polls (of %" PRIu64
+		", %" PRIu64 " and %" PRIu64 " ns, turns won %u and %u of %u)", pace_ns[lo + best],
+		pace_ns[lo], pace_ns[lo + 1], pace_ns[lo + 2], wins[1], wins[2], PACE_TURNS);
+	if (lo + best == a->pace_step) {
+		a->pace_hold = RTE_MIN(PACE_HOLD << a->pace_stays, PACE_HOLD_MOST);
+		a->pace_stays += a->pace_hold < PACE_HOLD_MOST;
+	} else {
+		a->pace_hold = a->pace_stays = 0;
+	}
+	a->pace_step = lo + best;
+	a->pace_turn = 0;
+}
+
+/* An epoch ended (or, pace_end 0, the first began): a busy one's rate is
+ * its pause's in the turn. One that was not busy at the pause in force (or
+ * a shorter one) stops the pauses until PACE_WATCH busy epochs have passed,
+ * a comparison's turns too; if it ran at the pause in force, that pause
+ * was a step too long, or the load fell: a step down, and a comparison
+ * after the watch tells which. */
+void
+evd__pace_epoch(struct adaptive *a, uint64_t now)
+{
+	uint64_t count = a->completions - a->pace_from;
+	uint32_t lo = pace_first(a);
+
+	if (a->pace_end == 0 || (count < PACE_BUSY && a->pace_arm <= a->pace_step)) {
+		if (a->pace_arm == a->pace_step && a->pace_step > 0) {
+			a->pace_step--;
+			a->pace_hold = a->pace_stays = a->pace_turn = 0;
+		}
+		a->pace_watch = PACE_WATCH;
+	} else if (a->pace_watch > 0) {
+		a->pace_watch--;
+	} else if (a->pace_hold == 0) {
+		a->pace_rate[a->pace_turn / PACE_ARMS][a->pace_arm - lo] =
+			(double)count / ((double)(now - a->pace_end) + PACE_EPOCH_NS);
+		if (++a->pace_turn == PACE_ARMS * PACE_TURNS)
+			pace_choose(a, lo);
+	} else {
+		a->pace_hold--;
+	}
+	lo = pace_first(a);
+	/* each pause once a turn, the order turning each turn; then the one in force */
+	a->pace_arm = a->pace_watch > 0   ? 0
+		      : a->pace_hold == 0 ? lo + (a->pace_turn + a->pace_turn / PACE_ARMS) % PACE_ARMS
+					  : a->pace_step;
+	a->pace_ns = pace_ns[a->pace_arm];
+	a->pace_from = a->completions;
+	a->pace_end = now + PACE_EPOCH_NS;
+}
