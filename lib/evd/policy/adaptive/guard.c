@@ -12,27 +12,25 @@
 static const uint64_t guard_bound_ns[] = { 1000000, 2000000, 3000000, 5000000, 10000000 };
 static_assert(GUARD_BOUNDS == RTE_DIM(guard_bound_ns) + 1, "W, then the list");
 
-static void
-bound_at(const struct adaptive *a, uint64_t G, struct guard_bound *g)
-{
-	g->G = (double)G;
-	g->c = fmax(evd_policy_env_timeout_ns(a->env, G), 1.0);
-	g->bs = evd_policy_env_bounded_sleep_ns(a->env, G);
-	/* (an environment without T: the timeout's end is not priced) */
-	g->cycle = g->G;
-	if (evd__timeout_late_known(a->env))
-		g->cycle += evd_policy_env_timeout_late_ns(a->env, G);
-	g->wakes = fmin(floor(a->lambda * priced(a, evd__wake_most(a->env)) / g->c),
-			(double)a->guard_wakes);
-}
-
 /* The bounds guard_pick weighs, taken at each price of latency: they
  * depend on it, the environment and the keys only. */
 void
 evd__guard_bounds_init(struct adaptive *a)
 {
-	for (int k = 0; k < (int)GUARD_BOUNDS; k++)
-		bound_at(a, k == 0 ? a->env->window_ns : guard_bound_ns[k - 1], &a->bounds[k]);
+	for (int k = 0; k < (int)GUARD_BOUNDS; k++) {
+		uint64_t G = k == 0 ? a->env->window_ns : guard_bound_ns[k - 1];
+		struct guard_bound *g = &a->bounds[k];
+
+		g->G = (double)G;
+		g->c = fmax(evd_policy_env_timeout_ns(a->env, G), 1.0);
+		g->bs = evd_policy_env_bounded_sleep_ns(a->env, G);
+		/* (an environment without T: the timeout's end is not priced) */
+		g->cycle = g->G;
+		if (evd__timeout_late_known(a->env))
+			g->cycle += evd_policy_env_timeout_late_ns(a->env, G);
+		g->wakes = fmin(floor(a->lambda * priced(a, evd__wake_most(a->env)) / g->c),
+				(double)a->guard_wakes);
+	}
 }
 
 /* The priced wait of an arrival that waits anywhere from 0 to hi, evenly:

@@ -105,10 +105,14 @@ bin_lat(const struct adaptive *a, int i, double t, double past, bool cold)
 }
 
 /* The cost tables of the model, for @p a's environment and latency prices
- * (lambda apart, so that one set serves every lambda). */
-static void
-cost_table(const struct adaptive *a, struct adaptive_tables *tb)
+ * (lambda apart, so that one set serves every lambda); NULL: no memory. */
+static struct adaptive_tables *
+tables_make(const struct adaptive *a)
 {
+	struct adaptive_tables *tb = calloc(1, sizeof(*tb));
+
+	if (tb == NULL)
+		return NULL;
 	tb->target_ns = a->target_ns;
 	for (int i = 0; i < GAP_BINS; i++) {
 		tb->bin_mid[i] = bin_at(i + 0.5);
@@ -130,15 +134,6 @@ cost_table(const struct adaptive *a, struct adaptive_tables *tb)
 			}
 		}
 	}
-}
-
-static struct adaptive_tables *
-tables_make(const struct adaptive *a)
-{
-	struct adaptive_tables *tb = calloc(1, sizeof(*tb));
-
-	if (tb != NULL)
-		cost_table(a, tb);
 	return tb;
 }
 
