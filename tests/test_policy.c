@@ -1332,12 +1332,14 @@ test_adaptive_naps(void)
  * (a host that does not run it); ONE_IN_FLIGHT: a peer that answers each completion
  * 400 ns after the loop saw it (a pause only delays it); OPEN: arrivals
  * every 300 ns whatever the loop does; SPARSE: the same every 3 us (under
- * 512k a second: pace.c's least). A second of peer p0, then one of p1.
+ * 512k a second: pace.c's least); BURSTY: 600 of them 300 ns apart every
+ * 5 ms (the loop sleeps between: each epoch holds a burst and a sleep).
+ * A second of peer p0, then one of p1.
  * Returns the pause the loop spent most of its last half second in (0:
  * none; a comparison's turns are a tenth of it), *pauses how many were
  * asked for.
  */
-enum pace_peer { CONTENDED, STALLED, ONE_IN_FLIGHT, OPEN, SPARSE };
+enum pace_peer { CONTENDED, STALLED, ONE_IN_FLIGHT, OPEN, SPARSE, BURSTY };
 
 static uint64_t
 pace_run(enum pace_peer p0, enum pace_peer p1, uint64_t *pauses)
@@ -1363,6 +1365,8 @@ pace_run(enum pace_peer p0, enum pace_peer p1, uint64_t *pauses)
 				g += 2000000;
 			next += peer == CONTENDED || peer == STALLED ? g
 					  : peer == OPEN ? 300 : peer == SPARSE ? 3000
+					  : peer == BURSTY ? (next % 5000000 < 600 * 300 - 300
+							      ? 300 : 5000000 - next % 5000000)
 					  : t - next + 400 + 1;
 		}
 		if (n > 0) {
@@ -1402,8 +1406,8 @@ pace_run(enum pace_peer p0, enum pace_peer p1, uint64_t *pauses)
 /* A busy loop pauses between polls where the pause raises the completion
  * rate (the contended peer: the longest pause that still pays), and not
  * where it lowers it (one in flight; after a contended second too) or
- * leaves it as it is (an open loop); a loop that is not busy never pauses,
- * not even to compare. */
+ * leaves it as it is (an open loop); a loop that is not busy (sparse, or
+ * bursts between sleeps) never pauses, not even to compare. */
 static void
 test_adaptive_pace(void)
 {
@@ -1418,6 +1422,7 @@ test_adaptive_pace(void)
 		{ "contended, then one in flight", CONTENDED, ONE_IN_FLIGHT, 0 },
 		{ "open loop", OPEN, OPEN, 0 },
 		{ "sparse", SPARSE, SPARSE, 0 },
+		{ "bursts between sleeps", BURSTY, BURSTY, 0 },
 	};
 
 	for (size_t i = 0; i < RTE_DIM(c); i++) {
@@ -1426,7 +1431,7 @@ test_adaptive_pace(void)
 		printf("  %s: pause most in force %" PRIu64 " ns (%" PRIu64 " pauses asked)\n",
 		       c[i].what, got, n);
 		CHECK_EQ(got, c[i].want);
-		if (c[i].p0 == SPARSE)
+		if (c[i].p0 == SPARSE || c[i].p0 == BURSTY)
 			CHECK_EQ(n, 0);
 	}
 }

@@ -26,8 +26,9 @@
  *   (EVD_ACTION_NAP) while arrivals come two or more a nap; and it bounds
  *   its sleeps where the model says that pays (the guard: at 1, 2, 3, 5 or
  *   10 ms, at the host's halt window evd_policy_env::window_ns, or not).
- *   While the loop stays busy (512 completions a ms), it paces its polls:
- *   the pause between them in force (0, 1, 3, 10 or 30 us: EVD_ACTION_PAUSE)
+ *   While the loop stays busy (512 completions a ms, over epochs of 1 ms or
+ *   more), it paces its polls: the pause between them in force (0, 1, 3, 10
+ *   or 30 us: EVD_ACTION_PAUSE, cut at the spin threshold)
  *   and its neighbours hold the loop 1 ms each in turn, and a longer pause
  *   is kept only where its completion rate beats the shorter one's by 3 %
  *   in 7 turns of 8 (a peer whose cache lines the polls take runs faster).

@@ -63,7 +63,8 @@ evd__adaptive_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
 	if (in->idle_rounds == 1 && a->superposed != 0)
 		evd__superpose_choose(a);
 	if (in->idle_ns < a->threshold_ns) {
-		*arg = a->pace_ns;
+		/* no pause past the threshold: the sleep it ends in is the model's */
+		*arg = RTE_MIN(a->pace_ns, a->threshold_ns - in->idle_ns);
 		return *arg != 0 ? EVD_ACTION_PAUSE : EVD_ACTION_POLL;
 	}
 	*arg = sleep_arg(a, in);

@@ -10,7 +10,7 @@
  * lines back; it also delays what arrives during it, which costs a closed
  * loop with one request in flight its rate, and an open loop latency for
  * no rate. Nothing in the gaps tells these apart, the rate does: while the
- * loop is busy (PACE_BUSY completions an epoch), the pause in force and
+ * loop is busy (PACE_BUSY completions a ms), the pause in force and
  * its neighbours hold it an epoch each in turn, and the longer pause is
  * kept only where it wins nearly every turn (doc/guides/policies.md,
  * "Pacing").
@@ -18,14 +18,14 @@
 
 #include "adaptive.h"
 
-#define PACE_EPOCH_NS 1000000 /* one pause's turn */
+#define PACE_EPOCH_NS 1000000ull /* one pause's turn */
 #define PACE_WINS 7           /* turns a longer pause must win to be chosen */
 #define PACE_HOLD 256         /* epochs a choice that stayed holds; twice that each time it stays */
 #define PACE_HOLD_MOST 4096   /* ...up to this */
 #define PACE_MARGIN 1.03      /* a win: a rate over the shorter pause's by this much */
 /* completions in an epoch for it to be busy (under this, the counts' own
  * noise, 4.4 % at 512, outweighs the margin) */
-#define PACE_BUSY 512
+#define PACE_BUSY 512ull
 #define PACE_WATCH 8 /* busy epochs in a row before the first comparison: a burst is not busy */
 
 /* the pauses, a step apart */
@@ -70,28 +70,32 @@ pace_choose(struct adaptive *a, uint32_t lo)
 }
 
 /* An epoch ended (or, pace_end 0, the first began): a busy one's rate is
- * its pause's in the turn. One that was not busy at the pause in force (or
- * a shorter one) stops the pauses until PACE_WATCH busy epochs have passed,
- * a comparison's turns too; if it ran at the pause in force, that pause
- * was a step too long, or the load fell: a step down, and a comparison
- * after the watch tells which. */
+ * its pause's in the turn. It ends at the first completion past its
+ * 1 ms, so across a sleep it stretches: its rate, not its count, says
+ * whether it was busy. One that was not busy at the pause in force (or a
+ * shorter one) stops the pauses until PACE_WATCH busy epochs have passed,
+ * and the comparison starts again after them; if it ran at the pause in
+ * force, that pause was a step too long, or the load fell: a step down,
+ * and the comparison after the watch tells which. */
 void
 evd__pace_epoch(struct adaptive *a, uint64_t now)
 {
 	uint64_t count = a->completions - a->pace_from;
+	uint64_t span = a->pace_end != 0 ? now - a->pace_end + PACE_EPOCH_NS : 0;
 	uint32_t lo = pace_first(a);
 
-	if (a->pace_end == 0 || (count < PACE_BUSY && a->pace_arm <= a->pace_step)) {
+	if (a->pace_end == 0 ||
+	    (count * PACE_EPOCH_NS < PACE_BUSY * span && a->pace_arm <= a->pace_step)) {
 		if (a->pace_arm == a->pace_step && a->pace_step > 0) {
 			a->pace_step--;
-			a->pace_hold = a->pace_stays = a->pace_turn = 0;
+			a->pace_hold = a->pace_stays = 0;
 		}
+		a->pace_turn = 0;
 		a->pace_watch = PACE_WATCH;
 	} else if (a->pace_watch > 0) {
 		a->pace_watch--;
 	} else if (a->pace_hold == 0) {
-		a->pace_rate[a->pace_turn / PACE_ARMS][a->pace_arm - lo] =
-			(double)count / ((double)(now - a->pace_end) + PACE_EPOCH_NS);
+		a->pace_rate[a->pace_turn / PACE_ARMS][a->pace_arm - lo] = (double)count / (double)span;
 		if (++a->pace_turn == PACE_ARMS * PACE_TURNS)
 			pace_choose(a, lo);
 	} else {
