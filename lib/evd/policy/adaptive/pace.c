@@ -18,14 +18,14 @@
 
 #include "adaptive.h"
 
-#define PACE_EPOCH_NS 1000000ull /* one pause's turn */
+#define PACE_EPOCH_NS 1000000 /* one pause's turn */
 #define PACE_WINS 7           /* turns a longer pause must win to be chosen */
 #define PACE_HOLD 256         /* epochs a choice that stayed holds; twice that each time it stays */
 #define PACE_HOLD_MOST 4096   /* ...up to this */
 #define PACE_MARGIN 1.03      /* a win: a rate over the shorter pause's by this much */
-/* completions in an epoch for it to be busy (under this, the counts' own
+/* completions a ms for an epoch to be busy (under this, the counts' own
  * noise, 4.4 % at 512, outweighs the margin) */
-#define PACE_BUSY 512ull
+#define PACE_BUSY 512
 #define PACE_WATCH 8 /* busy epochs in a row before the first comparison: a burst is not busy */
 
 /* the pauses, a step apart */
@@ -81,7 +81,7 @@ void
 evd__pace_epoch(struct adaptive *a, uint64_t now)
 {
 	uint64_t count = a->completions - a->pace_from;
-	uint64_t span = a->pace_end != 0 ? now - a->pace_end + PACE_EPOCH_NS : 0;
+	uint64_t span = now - a->pace_end + PACE_EPOCH_NS; /* not read for the first (pace_end 0) */
 	uint32_t lo = pace_first(a);
 
 	if (a->pace_end == 0 ||
