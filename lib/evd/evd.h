@@ -630,7 +630,7 @@ typedef void (*evd_timer_cb_t)(struct evd_loop *loop, struct evd_timer *t, void 
 /**
  * Start a timer on the loop. A control call, as evd_loop_add(): from
  * another thread while the loop runs, -EBUSY (use evd_loop_call()).
- * A sleep never overshoots the earliest timer deadline.
+ * A sleep, a nap or a pause of the loop is cut at the earliest timer deadline.
  *
  * @param loop       The loop whose thread runs the callback.
  * @param after_ns   First expiry, from now (loop clock).

@@ -285,6 +285,16 @@ after_sleep(struct evd_loop *loop, enum evd_wake_reason why, uint64_t now)
 	return found;
 }
 
+/* How long until the loop's next timer is due: 0 if it is, UINT64_MAX if
+ * there is none. A wait or a pause is cut there. */
+static inline uint64_t
+timer_room(const struct evd_loop *loop, uint64_t now)
+{
+	uint64_t next = evd__timers_next(&loop->timers);
+
+	return next == UINT64_MAX ? UINT64_MAX : next > now ? next - now : 0;
+}
+
 /* The wait's timeout; UINT64_MAX: none. Without max_sleep_us an idle loop
  * whose notifications are all proven (no device armed) has no reason to
  * wake; a device's interrupt keeps the default bound as a backstop. */
@@ -293,15 +303,12 @@ sleep_bound(struct evd_loop *loop, uint64_t policy_ns, bool all_armed, uint64_t 
 {
 	bool proven = loop->n_device == 0;
 	uint64_t t = proven && !loop->max_sleep_given ? UINT64_MAX : loop->max_sleep_ns;
-	uint64_t next = evd__timers_next(&loop->timers);
 
 	if (policy_ns != 0 && policy_ns < t)
 		t = policy_ns;
 	if ((loop->n_poll_only > 0 || !all_armed) && loop->poll_only_bound_ns < t)
 		t = loop->poll_only_bound_ns;
-	if (next != UINT64_MAX)
-		t = next > now ? RTE_MIN(t, next - now) : 0;
-	return t;
+	return RTE_MIN(t, timer_room(loop, now));
 }
 
 static void
@@ -665,10 +672,17 @@ loop_step(struct evd_loop *loop)
 		return rc;
 	}
 	case EVD_ACTION_PAUSE:
-		set_mode(loop, EVD_MODE_PAUSE, now);
-		EVD_STAT_ADD(loop->stats.pauses, 1);
-		pause_for(loop, arg ? arg : 1000);
-		break;
+		/* a timer due within the pause runs at its deadline, not the
+		 * pause's end (pmdmgmt's pause_ns goes to 1 ms); one due now, at
+		 * once */
+		arg = RTE_MIN(arg ? arg : 1000, timer_room(loop, now));
+		if (arg != 0) {
+			set_mode(loop, EVD_MODE_PAUSE, now);
+			EVD_STAT_ADD(loop->stats.pauses, 1);
+			pause_for(loop, arg);
+			break;
+		}
+		/* fall through */
 	case EVD_ACTION_POLL:
 	default:
 		if (unlikely(loop->mode != EVD_MODE_POLL))

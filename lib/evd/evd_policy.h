@@ -84,7 +84,8 @@ extern "C" {
 /** What the loop does next after an empty round. */
 enum evd_action {
 	EVD_ACTION_POLL = 0,  /**< Poll again at once. */
-	EVD_ACTION_PAUSE = 1, /**< Pause for *arg_ns (rte_pause loop), then poll. */
+	/** Pause *arg_ns (0: 1 us; rte_pause loop), then poll; a timer of the loop due sooner ends it. */
+	EVD_ACTION_PAUSE = 1,
 	EVD_ACTION_SLEEP = 2, /**< Arm, re-poll, wait at most *arg_ns (0: the loop's bound). */
 	/**
 	 * Nap: wait *arg_ns (0: 1 us) with nothing armed, then poll. Completions
