@@ -115,7 +115,7 @@ struct evd_clock {
 struct evd_loop_conf {
 	/** Name used in logs and stats; NULL gives "evd". */
 	const char *name;
-	/** Policy spec, see evd_policy.h (e.g. "adaptive:budget_us=200"); NULL gives "adaptive". */
+	/** Policy spec, see evd_policy.h (e.g. "adaptive:p99_us=200"); NULL gives "adaptive". */
 	const char *policy;
 	/** Upper bound on any single sleep, in microseconds. 0: none while every
 	 *  armed source's notification is one the loop can trust (rings, level
@@ -126,7 +126,10 @@ struct evd_loop_conf {
 	uint32_t poll_only_bound_us;
 	/** Maximum completions a source may hand over per poll, at most 256; 0 gives 32. */
 	uint16_t burst;
-	/** Optional clock; NULL: the TSC where it serves, else CLOCK_MONOTONIC (see struct evd_clock). */
+	/**
+	 * Optional clock; NULL: the TSC where it serves, else CLOCK_MONOTONIC (see
+	 * struct evd_clock).
+	 */
 	const struct evd_clock *clock;
 	/**
 	 * Optional error callback: called on the loop thread when a source's
@@ -190,8 +193,10 @@ struct evd_loop_stats {
 	 *  (EINTR: also spurious). */
 	uint64_t wakeups;
 	uint64_t spurious_wakeups; /**< Wakeups after which no source had anything. */
-	uint64_t sleep_timeouts;   /**< Sleeps that ended by their timeout (a nap's end is not one). */
-	uint64_t lost_wakeups;     /**< Completions left by an armed source that never notified. Must be 0. */
+	/** Sleeps that ended by their timeout (a nap's end is not one). */
+	uint64_t sleep_timeouts;
+	/** Completions left by an armed source that never notified. Must be 0. */
+	uint64_t lost_wakeups;
 	uint64_t pauses;           /**< Pause decisions taken. */
 	uint64_t mode_switches;    /**< Changes between poll, pause and sleep. */
 	uint64_t timers_fired;     /**< Timer callbacks run. */
@@ -223,7 +228,8 @@ struct evd_source_stats {
 	uint64_t repoll_hits;      /**< Re-polls after arming that found completions. */
 	uint64_t wakeups;          /**< Wakeups in which this source's fd was ready. */
 	uint64_t spurious_wakeups; /**< Of those, the ones after which the source had nothing. */
-	uint64_t lost_wakeups;     /**< Completions found after a timeout with no notification. Must be 0. */
+	/** Completions found after a timeout with no notification. Must be 0. */
+	uint64_t lost_wakeups;
 	uint64_t errors;           /**< Op failures. */
 	uint64_t full;             /**< Posts refused because the source was full (rings). */
 };

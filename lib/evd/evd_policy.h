@@ -7,11 +7,12 @@
  * Policies: what a loop does when every source came back empty.
  *
  * A policy is chosen by a spec string: `NAME[:KEY=VALUE[,KEY=VALUE...]]`,
- * for example `adaptive`, `poll`, `intr`, `adaptive:budget_us=200`.
+ * for example `adaptive`, `poll`, `intr`, `adaptive:p99_us=200`.
  * Values are unsigned decimal integers. Names are not case-sensitive
  * (`Adaptive` is `adaptive`). An unknown name is -ENOENT and the log lists
- * the registered ones; an unknown key, a repeated key or a bad value is -EINVAL and the log names it;
- * so is a spec of 256 characters or more, or of more than 16 keys.
+ * the registered ones; an unknown key, a repeated key or a bad value is
+ * -EINVAL and the log names it; so is a spec of 256 characters or more, or
+ * of more than 16 keys.
  *
  * Built-ins:
  * - `poll`: always poll again (lowest latency, 100% CPU).
@@ -84,7 +85,10 @@ extern "C" {
 /** What the loop does next after an empty round. */
 enum evd_action {
 	EVD_ACTION_POLL = 0,  /**< Poll again at once. */
-	/** Pause *arg_ns (0: 1 us; rte_pause loop), then poll; a timer of the loop due sooner ends it. */
+	/**
+	 * Pause *arg_ns (0: 1 us; rte_pause loop), then poll; a timer of the loop
+	 * due sooner ends it.
+	 */
 	EVD_ACTION_PAUSE = 1,
 	EVD_ACTION_SLEEP = 2, /**< Arm, re-poll, wait at most *arg_ns (0: the loop's bound). */
 	/**
@@ -249,7 +253,10 @@ struct evd_policy_ops {
 	enum evd_action (*decide)(void *state, const struct evd_policy_input *in, uint64_t *arg_ns);
 	/** A round found @p n completions. */
 	void (*on_events)(void *state, uint64_t now_ns, uint32_t n);
-	/** A sleep (or its re-poll) or a nap ended, after @p slept_ns (a nap that ran its length: EVD_WAKE_TIMEOUT). */
+	/**
+	 * A sleep (or its re-poll) or a nap ended, after @p slept_ns (a nap that
+	 * ran its length: EVD_WAKE_TIMEOUT).
+	 */
 	void (*on_wake)(void *state, uint64_t now_ns, uint64_t slept_ns, enum evd_wake_reason why);
 	/** Whether the policy prices with env (evd_policy_env_get()); 0: it gets the defaults. */
 	int needs_env;
@@ -281,7 +288,7 @@ int evd_policy_register(const struct evd_policy_ops *ops);
 
 /**
  * Check a spec without creating a loop (does not calibrate). Any thread.
- * @param spec  The spec, e.g. "adaptive:budget_us=200".
+ * @param spec  The spec, e.g. "adaptive:p99_us=200".
  * @return 0; -EINVAL (bad syntax, key or value; logged); -ENOENT (unknown name);
  *   -ENOMEM (it makes an instance to check the values).
  */

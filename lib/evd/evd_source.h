@@ -64,7 +64,10 @@ struct evd_source_ops {
 	bool bell;
 	/** Deliver up to @p budget completions to the handler; return how many (< 0: error). */
 	int (*poll)(struct evd_source *src, uint16_t budget);
-	/** Request a notification on fd() for the next completion (0; -ENOTSUP: not for every one). */
+	/**
+	 * Request a notification on fd() for the next completion (0; -ENOTSUP: not
+	 * for every one).
+	 */
 	int (*arm)(struct evd_source *src);
 	/** Withdraw the request, where the device can (optional). */
 	int (*disarm)(struct evd_source *src);
@@ -82,7 +85,8 @@ struct evd_source_ops {
 enum evd_arm_state {
 	EVD_ARM_NONE = 0,   /**< Not armed: its fd will not be signalled. */
 	EVD_ARM_ONCE = 1,   /**< Armed by its arm op for the next completion. */
-	EVD_ARM_LEVEL = 2,  /**< Always watched: a level fd (no arm op), polled when epoll says it is ready. */
+	/** Always watched: a level fd (no arm op), polled when epoll says it is ready. */
+	EVD_ARM_LEVEL = 2,
 };
 
 /**
@@ -101,14 +105,18 @@ struct evd_source {
 	uint32_t index;        /**< Position in the loop's table of sources (moves). */
 	uint32_t key;          /**< Its slot in the loop's epoll keys (stable while registered). */
 	uint8_t armed;         /**< enum evd_arm_state. */
-	uint8_t woken;         /**< Its notification came in the last wait (in the loop's list of them). */
+	/** Its notification came in the last wait (in the loop's list of them). */
+	uint8_t woken;
 	uint8_t removing;      /**< Removal requested from a handler. */
 	uint8_t failed;        /**< Its fd was closed under it: neither polled nor watched. */
 	uint8_t has_fd;        /**< It has a notification fd (else the bell, or poll-only). */
 	int notify_fd;         /**< That fd, in the loop's epoll set; -1 if none. */
-	uint32_t act_pos;      /**< Its place in the loop's list of sources polled every round; UINT32_MAX: armed. */
-	struct evd__bell *bell; /**< The doorbell of the loop it was last added to (rung by producers). */
-	uint64_t events_at_sleep; /**< stats.events when its notification came (spurious if unchanged). */
+	/** Its place in the loop's list of sources polled every round; UINT32_MAX: armed. */
+	uint32_t act_pos;
+	/** The doorbell of the loop it was last added to (rung by producers). */
+	struct evd__bell *bell;
+	/** stats.events when its notification came (spurious if unchanged). */
+	uint64_t events_at_sleep;
 	/** When a notification became owed (completions found after a timeout,
 	 *  none seen yet), on the loop's clock; 0: none. */
 	uint64_t owed_since_ns;
@@ -121,8 +129,10 @@ struct evd_source {
 	/** Polls, doubled; bit 0 set while in the loop's list polled every
 	 *  round, whose passes are then added (stats.polls is unused). */
 	uint64_t polls;
-	uint64_t busy_polls;      /**< Polls that delivered (stats.empty_polls is unused: polls less these). */
-	struct evd_source_stats stats;      /**< Written by the loop thread (and by producers for `full`). */
+	/** Polls that delivered (stats.empty_polls is unused: polls less these). */
+	uint64_t busy_polls;
+	/** Written by the loop thread (and by producers for `full`). */
+	struct evd_source_stats stats;
 	struct evd_source_stats stats_base; /**< Baseline recorded by a reset. */
 };
 
