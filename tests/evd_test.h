@@ -179,6 +179,42 @@ vclock_advance(struct vclock *c, uint64_t ns)
 	__atomic_fetch_add(&c->now, ns, __ATOMIC_RELAXED);
 }
 
+/* A virtual clock that also owns the waits: it records each and, where
+ * told to, posts to the ring in the middle of a sleep. */
+struct vwait {
+	struct vclock vc;
+	struct evd_source *ring;
+	uint32_t mode;
+	bool armed, post;
+	uint64_t max_ns;
+	int calls;
+};
+
+static inline void
+vwait_wait(void *arg, uint32_t mode, bool armed, uint64_t max_ns)
+{
+	struct vwait *w = arg;
+	struct evd_event ev = { 0 };
+
+	w->calls++;
+	w->mode = mode;
+	w->armed = armed;
+	w->max_ns = max_ns;
+	if (w->post) {
+		vclock_advance(&w->vc, 300000);
+		CHECK_EQ(evd_ring_post(w->ring, &ev), 0);
+		w->post = false;
+	} else {
+		vclock_advance(&w->vc, max_ns);
+	}
+}
+
+static inline uint64_t
+vwait_now(void *arg)
+{
+	return vclock_now(&((struct vwait *)arg)->vc);
+}
+
 /*
  * A latency budget, in microseconds, that leaves room for naps on this
  * machine whatever B and L were measured (sanitizer builds inflate both):

@@ -276,42 +276,6 @@ test_loop_decisions(void)
 	CHECK_EQ(evd_loop_destroy(loop), 0);
 }
 
-/* A virtual clock that also owns the waits: it records each and, where
- * told to, posts to the ring in the middle of a sleep. */
-struct vwait {
-	struct vclock vc;
-	struct evd_source *ring;
-	uint32_t mode;
-	bool armed, post;
-	uint64_t max_ns;
-	int calls;
-};
-
-static void
-vwait_wait(void *arg, uint32_t mode, bool armed, uint64_t max_ns)
-{
-	struct vwait *w = arg;
-	struct evd_event ev = { 0 };
-
-	w->calls++;
-	w->mode = mode;
-	w->armed = armed;
-	w->max_ns = max_ns;
-	if (w->post) {
-		vclock_advance(&w->vc, 300000);
-		CHECK_EQ(evd_ring_post(w->ring, &ev), 0);
-		w->post = false;
-	} else {
-		vclock_advance(&w->vc, max_ns);
-	}
-}
-
-static uint64_t
-vwait_now(void *arg)
-{
-	return vclock_now(&((struct vwait *)arg)->vc);
-}
-
 /* With wait_ns the loop never blocks: a pause and a sleep become calls that
  * move the virtual time on, and a post during the call wakes the sleep as
  * in real time. */
@@ -359,53 +323,6 @@ test_loop_virtual_wait(void)
 	CHECK_EQ(st.lost_wakeups, 0);
 	CHECK_EQ(st.events, 2);
 
-	CHECK_EQ(evd_loop_remove(loop, w.ring), 0);
-	CHECK_EQ(evd_source_destroy(w.ring), 0);
-	CHECK_EQ(evd_loop_destroy(loop), 0);
-}
-
-static void
-fired_at(struct evd_loop *loop, struct evd_timer *t, void *arg)
-{
-	RTE_SET_USED(t);
-	*(uint64_t *)arg = evd_loop_now_ns(loop);
-}
-
-/* Starts a timer due at once, which fires at @p arg[1]. */
-static void
-fired_then_now(struct evd_loop *loop, struct evd_timer *t, void *arg)
-{
-	uint64_t *at = arg;
-
-	fired_at(loop, t, &at[0]);
-	CHECK_EQ(evd_timer_start(loop, 0, 0, fired_at, &at[1], NULL), 0);
-}
-
-/* A pause ends at a timer's deadline: pmdmgmt pausing 1 ms at every empty
- * round leaves a 100 us timer on time, not 900 us late; a timer due at
- * once (started by the first's callback) takes no pause at all. */
-static void
-test_pause_stops_at_timer(void)
-{
-	struct vwait w = { .vc = { .now = 1000000 } };
-	struct evd_clock clk = { .now_ns = vwait_now, .arg = &w, .wait_ns = vwait_wait };
-	struct evd_loop_conf conf = { .policy = "pmdmgmt:empty_polls=0,pause_ns=1000000",
-				      .clock = &clk };
-	struct evd_loop *loop;
-	uint64_t at[2] = { 0, 0 }, due;
-
-	CHECK_EQ(evd_loop_create(&conf, &loop), 0);
-	CHECK_EQ(evd_ring_create("r", 16, test_nop, NULL, &w.ring), 0);
-	CHECK_EQ(evd_loop_add(loop, w.ring), 0);
-	due = vwait_now(&w) + 100000;
-	CHECK_EQ(evd_timer_start(loop, 100000, 0, fired_then_now, at, NULL), 0);
-	for (int i = 0; i < 4 && at[1] == 0; i++)
-		CHECK_EQ(evd_loop_step(loop), 0);
-	printf("  a 100 us timer fired %" PRIu64 " ns late, one due at once %" PRIu64
-	       " ns after it\n", at[0] - due, at[1] - at[0]);
-	CHECK_EQ(w.mode, EVD_MODE_PAUSE);
-	CHECK_EQ(at[0], due);
-	CHECK_EQ(at[1], due);
 	CHECK_EQ(evd_loop_remove(loop, w.ring), 0);
 	CHECK_EQ(evd_source_destroy(w.ring), 0);
 	CHECK_EQ(evd_loop_destroy(loop), 0);
@@ -2197,7 +2114,6 @@ main(int argc, char **argv)
 	TEST(test_l3fwd_timeout);
 	TEST(test_loop_decisions);
 	TEST(test_loop_virtual_wait);
-	TEST(test_pause_stops_at_timer);
 	TEST(test_adaptive_learns);
 	TEST(test_adaptive_wake_latency);
 	TEST(test_adaptive_young);

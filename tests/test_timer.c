@@ -177,6 +177,46 @@ test_sleep_stops_at_timer(void)
 	CHECK_EQ(evd_loop_destroy(loop), 0);
 }
 
+/* Starts a timer due at once, which fires at @p arg[1]. */
+static void
+fired_then_now(struct evd_loop *loop, struct evd_timer *t, void *arg)
+{
+	uint64_t *at = arg;
+
+	fired(loop, t, &at[0]);
+	CHECK_EQ(evd_timer_start(loop, 0, 0, fired, &at[1], NULL), 0);
+}
+
+/* A pause ends at a timer's deadline: pmdmgmt pausing 1 ms at every empty
+ * round leaves a 100 us timer on time, not 900 us late; a timer due at
+ * once (started by the first's callback) takes no pause at all. */
+static void
+test_pause_stops_at_timer(void)
+{
+	struct vwait w = { .vc = { .now = 1000000 } };
+	struct evd_clock clk = { .now_ns = vwait_now, .arg = &w, .wait_ns = vwait_wait };
+	struct evd_loop_conf conf = { .policy = "pmdmgmt:empty_polls=0,pause_ns=1000000",
+				      .clock = &clk };
+	struct evd_loop *loop;
+	uint64_t at[2] = { 0, 0 }, due;
+
+	CHECK_EQ(evd_loop_create(&conf, &loop), 0);
+	CHECK_EQ(evd_ring_create("r", 16, test_nop, NULL, &w.ring), 0);
+	CHECK_EQ(evd_loop_add(loop, w.ring), 0);
+	due = vwait_now(&w) + 100000;
+	CHECK_EQ(evd_timer_start(loop, 100000, 0, fired_then_now, at, NULL), 0);
+	for (int i = 0; i < 4 && at[1] == 0; i++)
+		CHECK_EQ(evd_loop_step(loop), 0);
+	printf("  a 100 us timer fired %" PRIu64 " ns late, one due at once %" PRIu64
+	       " ns after it\n", at[0] - due, at[1] - at[0]);
+	CHECK_EQ(w.mode, EVD_MODE_PAUSE);
+	CHECK_EQ(at[0], due);
+	CHECK_EQ(at[1], due);
+	CHECK_EQ(evd_loop_remove(loop, w.ring), 0);
+	CHECK_EQ(evd_source_destroy(w.ring), 0);
+	CHECK_EQ(evd_loop_destroy(loop), 0);
+}
+
 int
 main(void)
 {
@@ -184,5 +224,6 @@ main(void)
 	TEST(test_cancel_self);
 	TEST(test_periodic_no_drift);
 	TEST(test_sleep_stops_at_timer);
+	TEST(test_pause_stops_at_timer);
 	return 0;
 }

@@ -593,7 +593,7 @@ round_poll(struct evd_loop *loop, uint64_t *now, bool *polled)
 		return (int)end_outside_wait(loop);
 	*polled = true;
 	*now = evd__now(loop);
-	if (loop->timers.n > 0 && evd__timers_next(&loop->timers) <= *now)
+	if (timer_room(loop, *now) == 0)
 		evd__timers_run(loop, *now);
 
 	loop->round_now = *now;
