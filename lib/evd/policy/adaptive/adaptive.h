@@ -95,7 +95,6 @@ struct adaptive {
 	bool napping;         /* the last action was a nap (on_wake: a nap's end) */
 	double nap_gap, nap_burst; /* at the idle gaps: gap and completions, averaged (naps only) */
 	bool naps_late;       /* naps stopped: they ended too late for the target */
-	uint32_t guard_wakes; /* the model bounds sleeps, for at most this many timeouts a gap */
 	uint64_t samples;
 	uint64_t completions;         /* over the samples: a p99 is of completions, not gaps */
 	uint64_t pace_end;            /* pacing's epoch ends (pace.c; 0: none under way) */
@@ -238,16 +237,16 @@ wake_lat_after(const struct adaptive *a, double g, double prev)
 double evd__model_cost_at(const struct adaptive *a, double g, double t, bool cold);
 double evd__bin_past(const struct adaptive *a, int i, double t);
 double evd__priced_wake_share(const struct adaptive *a, double s, double past, bool prev_cold);
-double evd__bin_cost(const struct adaptive *a, int i, double g, double t, bool cold);
 const struct adaptive_tables *evd__tables_get(const struct adaptive *a,
 					      struct adaptive_tables **own);
 uint64_t evd__best_thresholds(const struct adaptive *a, const double *w, uint64_t *cold_t,
 			      double *least_w, double *least_c);
 
-/* window.c, guard.c, superpose.c: what the update learns beside the thresholds */
+/* window.c, guard.c (and the price of latency), superpose.c: what the update learns beside
+ * the thresholds */
 void evd__window_learn(struct adaptive *a, double cls[][GAP_BINS]);
 void evd__window_wake(struct adaptive *a, uint64_t slept, enum evd_wake_reason why);
-void evd__guard_bounds_init(struct adaptive *a);
+void evd__lambda_set(struct adaptive *a, double lambda);
 void evd__guards(struct adaptive *a, const double *w, struct rule *r);
 void evd__superpose_set(struct adaptive *a, uint32_t mask);
 void evd__superpose_learn(struct adaptive *a, bool decay);
@@ -264,7 +263,6 @@ void evd__pace_epoch(struct adaptive *a, uint64_t now);
 double evd__target_lambda(const struct adaptive *a, const double *all, const double *n);
 
 /* learn.c */
-void evd__lambda_set(struct adaptive *a, double lambda);
 void evd__young_threshold(struct adaptive *a);
 void evd__adaptive_update(struct adaptive *a);
 

@@ -6,32 +6,18 @@
 
 #include "adaptive.h"
 
-/* A sleep's *arg: the bound of the gap's rule for its span past the
- * threshold (its timeouts, each a cycle of G + T(G)), or 0 (unbounded: the
- * loop's max_sleep_us). */
-static inline uint64_t
-sleep_arg(const struct adaptive *a, const struct evd_policy_input *in)
-{
-	const struct rule *r = &a->rule[a->ctx][a->cold_gap];
-
-	return r->guard != UINT64_MAX && in->idle_ns < a->threshold_ns + r->span ? r->guard : 0;
-}
-
 /* Nap where the arrival rate promises two arrivals a nap or more: one is no
  * better than a sleep, and waits longer. The rate is a ratio of averages
- * over the idle gaps (completions, and the gap before them; 1/8 each),
- * since the mean of 1/gap is dominated by the short gaps. */
+ * over the idle gaps (completions, and the gap before them; 1/8 each, the
+ * first whole), since the mean of 1/gap is dominated by the short gaps. */
 static inline bool
 nap_pays(struct adaptive *a, const struct evd_policy_input *in)
 {
-	if (a->last_gap_ns == UINT64_MAX) {
-		/* no gap yet */
-	} else if (a->nap_burst == 0) { /* the first: as it is */
-		a->nap_gap = (double)a->last_gap_ns;
-		a->nap_burst = in->last_burst;
-	} else {
-		a->nap_gap += ((double)a->last_gap_ns - a->nap_gap) / 8;
-		a->nap_burst += ((double)in->last_burst - a->nap_burst) / 8;
+	double k = a->nap_burst == 0 ? 1 : 0.125;
+
+	if (a->last_gap_ns != UINT64_MAX) { /* (none before the first gap) */
+		a->nap_gap += ((double)a->last_gap_ns - a->nap_gap) * k;
+		a->nap_burst += ((double)in->last_burst - a->nap_burst) * k;
 	}
 	return a->nap_burst > 0 && a->nap_burst * (double)a->nap_ns >= 2.0 * a->nap_gap;
 }
@@ -43,6 +29,7 @@ enum evd_action
 evd__adaptive_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
 {
 	struct adaptive *a = st;
+	const struct rule *r;
 
 	if (in->idle_rounds == 1) { /* the first empty round of a gap: an idle gap */
 		if (a->idle_left != 0 && --a->idle_left == 0)
@@ -67,7 +54,10 @@ evd__adaptive_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
 		*arg = RTE_MIN(a->pace_ns, a->threshold_ns - in->idle_ns);
 		return *arg != 0 ? EVD_ACTION_PAUSE : EVD_ACTION_POLL;
 	}
-	*arg = sleep_arg(a, in);
+	/* bounded for the rule's span past the threshold (its timeouts, each a
+	 * cycle of G + T(G)), then not (0: the loop's max_sleep_us) */
+	r = &a->rule[a->ctx][a->cold_gap];
+	*arg = r->guard != UINT64_MAX && in->idle_ns < a->threshold_ns + r->span ? r->guard : 0;
 	a->asked_ns = *arg;
 	return EVD_ACTION_SLEEP;
 }

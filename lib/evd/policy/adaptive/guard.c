@@ -12,11 +12,17 @@
 static const uint64_t guard_bound_ns[] = { 1000000, 2000000, 3000000, 5000000, 10000000 };
 static_assert(GUARD_BOUNDS == RTE_DIM(guard_bound_ns) + 1, "W, then the list");
 
-/* The bounds guard_pick weighs, taken at each price of latency: they
- * depend on it, the environment and the keys only. */
+/* The price of latency, and the bounds guard_pick weighs, which depend on
+ * it, the environment and the keys only. A gap gets at most as many
+ * timeouts as the priced L of the longest sleep buys B's, and per bound as
+ * many C as it buys, the most they can save on it. */
 void
-evd__guard_bounds_init(struct adaptive *a)
+evd__lambda_set(struct adaptive *a, double lambda)
 {
+	double most = lambda * priced(a, evd__wake_most(a->env));
+	double wakes = floor(fmin(most / fmax((double)a->env->sleep_wake_ns, 1.0), 1000.0));
+
+	a->lambda = lambda;
 	for (int k = 0; k < (int)GUARD_BOUNDS; k++) {
 		uint64_t G = k == 0 ? a->env->window_ns : guard_bound_ns[k - 1];
 		struct guard_bound *g = &a->bounds[k];
@@ -28,8 +34,7 @@ evd__guard_bounds_init(struct adaptive *a)
 		g->cycle = g->G;
 		if (evd__timeout_late_known(a->env))
 			g->cycle += evd_policy_env_timeout_late_ns(a->env, G);
-		g->wakes = fmin(floor(a->lambda * priced(a, evd__wake_most(a->env)) / g->c),
-				(double)a->guard_wakes);
+		g->wakes = fmin(floor(most / g->c), wakes);
 	}
 }
 
@@ -62,6 +67,21 @@ late_cost(const struct adaptive *a, double g, double x, bool even)
 	f1 = a->cdf[gap_context((uint64_t)g)][i];
 	f0 = fmin(a->cdf[0][i], 0.99);
 	return first + priced_even(a, x) * f1 / (1 - f0);
+}
+
+/* The model's cost of a gap of bin i (@p g, its middle) under threshold t,
+ * its sleep unbounded, that starts @p cold or warm; with a window, the bin's
+ * share that sleeps past W wakes cold, and leaves the next gap a cold start
+ * (cold_cost). */
+static double
+bin_cost(const struct adaptive *a, int i, double g, double t, bool cold)
+{
+	double past = a->window ? evd__bin_past(a, i, t) : 0;
+	double c = g <= t ? g
+			  : t + (double)a->env->sleep_wake_ns +
+				    a->lambda * evd__priced_wake_share(a, g - t, past, cold);
+
+	return c + past * a->cold_cost[a->tab->bin_ctx[i]];
 }
 
 /*
@@ -158,7 +178,7 @@ guard_pick(const struct adaptive *a, const double *w, uint64_t thr, bool cold, u
 		if (w[i] < 0.01 || (g = a->tab->bin_mid[i]) <= t ||
 		    (!c_known && g <= t + b[0]->G))
 			continue;
-		none = evd__bin_cost(a, i, g, t, cold);
+		none = bin_cost(a, i, g, t, cold);
 		cost[0] += w[i] * none;
 		for (int k = 0; k < nb; k++)
 			cost[k + 1] += w[i] * guard_cost(a, i, t, b[k], none, cold);

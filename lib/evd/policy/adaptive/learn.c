@@ -8,19 +8,6 @@
 
 #include "adaptive.h"
 
-/* The price of latency, and what follows from it: the guard's timeouts and
- * bounds. */
-void
-evd__lambda_set(struct adaptive *a, double lambda)
-{
-	const struct evd_policy_env *env = a->env;
-
-	a->lambda = lambda;
-	a->guard_wakes = (uint32_t)fmin(a->lambda * priced(a, evd__wake_most(env)) /
-					 fmax((double)env->sleep_wake_ns, 1.0), 1000.0);
-	evd__guard_bounds_init(a);
-}
-
 /* Ski rental while the histogram is young, the price of buying being what a
  * sleep costs in this model (B and the least priced wake latency), not B
  * alone, so that gaps cheaper to spin than a priced sleep are spun; no

@@ -17,22 +17,16 @@ bin_at(double x)
 	return 256.0 * pow(2.0, x / 2.0);
 }
 
-/* A sleep's priced wake latency, s after the threshold (cold: after a halt
- * past the window). */
-static double
-sleep_lat(const struct adaptive *a, double s, bool cold)
-{
-	return priced(a, wake_lat_after(a, s, cold ? INFINITY : 0));
-}
-
 /* The model's cost of a gap g under threshold t: spun through (g <= t), or
- * t spun, then a sleep (B) and its priced wake. */
+ * t spun, then a sleep (B) and its priced wake (cold: after a halt past the
+ * window). */
 double
 evd__model_cost_at(const struct adaptive *a, double g, double t, bool cold)
 {
 	if (g <= t)
 		return g;
-	return t + (double)a->env->sleep_wake_ns + a->lambda * sleep_lat(a, g - t, cold);
+	return t + (double)a->env->sleep_wake_ns +
+	       a->lambda * priced(a, wake_lat_after(a, g - t, cold ? INFINITY : 0));
 }
 
 /* With a window: the share of bin i's gaps whose sleep after threshold t
@@ -52,32 +46,15 @@ evd__bin_past(const struct adaptive *a, int i, double t)
 }
 
 /* A bin's wake of a sleep s, priced: its share @p past (of W, bin_past)
- * wakes cold, at least Lc; the rest in L(s), or cold as well where the
- * halt before it was past W (@p prev_cold). */
+ * wakes cold, at least Lc; the rest in L(s). All of it cold where the halt
+ * before it was past W (@p prev_cold). */
 double
 evd__priced_wake_share(const struct adaptive *a, double s, double past, bool prev_cold)
 {
 	double l = evd__wake_interp(a->env, a->log_at, (uint64_t)s);
 	double lc = fmax(l, (double)a->env->cold_wake_ns);
 
-	return (1 - past) * priced(a, prev_cold ? lc : l) + past * priced(a, lc);
-}
-
-/* The model's cost of a gap of bin i (@p g, its middle) under threshold t
- * that starts @p cold or warm; with a window, the bin's share that sleeps
- * past W wakes cold, and leaves the next gap a cold start (cold_cost). */
-double
-evd__bin_cost(const struct adaptive *a, int i, double g, double t, bool cold)
-{
-	double past, c;
-
-	if (!a->window)
-		return evd__model_cost_at(a, g, t, cold);
-	past = evd__bin_past(a, i, t);
-	c = cold || g <= t ? evd__model_cost_at(a, g, t, cold)
-			   : t + (double)a->env->sleep_wake_ns +
-				     a->lambda * evd__priced_wake_share(a, g - t, past, false);
-	return c + past * a->cold_cost[a->tab->bin_ctx[i]];
+	return prev_cold ? priced(a, lc) : (1 - past) * priced(a, l) + past * priced(a, lc);
 }
 
 /* Under a target, a bin's late wakes are its share of gaps past the length
@@ -86,8 +63,8 @@ evd__bin_cost(const struct adaptive *a, int i, double g, double t, bool cold)
 #define TARGET_POINTS 8
 
 /* Bin i's priced wake under threshold t: at its middle, or under a target
- * over its points; with a window, warm with the bin's share past W (@p
- * past), or @p cold. */
+ * over its points; with a window, the bin's share past W (@p past) cold, or
+ * all of it @p cold. */
 static double
 bin_lat(const struct adaptive *a, int i, double t, double past, bool cold)
 {
@@ -98,8 +75,7 @@ bin_lat(const struct adaptive *a, int i, double t, double past, bool cold)
 		double g = bin_at(i + (k + 0.5) / points);
 
 		if (g > t)
-			sum += cold || !a->window ? sleep_lat(a, g - t, cold)
-						  : evd__priced_wake_share(a, g - t, past, false);
+			sum += evd__priced_wake_share(a, g - t, past, cold);
 	}
 	return sum / points;
 }
@@ -152,25 +128,20 @@ const struct adaptive_tables *
 evd__tables_get(const struct adaptive *a, struct adaptive_tables **own)
 {
 	struct adaptive_tables *tb = NULL;
-	int k = SHARED_TABLES;
 
 	*own = NULL;
 	if (a->env == evd_policy_env_peek(NULL)) {
 		pthread_mutex_lock(&tables_lock);
-		for (k = 0; k < SHARED_TABLES && shared_tables[k] != NULL; k++)
-			if (shared_tables[k]->target_ns == a->target_ns)
-				break;
-		if (k < SHARED_TABLES) {
+		for (int k = 0; k < SHARED_TABLES && tb == NULL; k++) {
 			if (shared_tables[k] == NULL)
 				shared_tables[k] = tables_make(a);
-			tb = shared_tables[k];
+			if (shared_tables[k] != NULL && shared_tables[k]->target_ns == a->target_ns)
+				tb = shared_tables[k];
 		}
 		pthread_mutex_unlock(&tables_lock);
 	}
-	if (k == SHARED_TABLES) {
-		tb = tables_make(a);
-		*own = tb;
-	}
+	if (tb == NULL)
+		tb = *own = tables_make(a);
 	return tb;
 }
 
