@@ -188,7 +188,7 @@ tx=$!
 pids+=("$tx")
 for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
 "$testevd" $eal $rx_cpu --file-prefix=evd-rx$$ --vdev "net_virtio_user0,path=$sock,queues=1" -- \
-	--source ethdev --policy adaptive --pattern steady --rate 200 --duration 60 --no-progress \
+	--source ethdev --policy adaptive --duration 60 --no-progress \
 	--json "$tmp/gone-rx.json" >"$tmp/gone-rx.log" 2>&1 &
 rx=$!
 pids+=("$rx")

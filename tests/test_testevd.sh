@@ -563,6 +563,19 @@ badmsg "--seed with a file trace" "a file trace has no randomness" --score --tra
 badmsg "--port on the ring source" "--port applies to" --port 3
 badmsg "--queues on the ring source" "--queues applies to" --queues 4
 badmsg "--linger with --score" "--score, --send and --raw-epoll run none" --score --trace day --events 10 --linger 5
+badmsg "--rounds with --score" "--score is deterministic" --score --compare --rounds 3 --trace day --events 10
+for o in "--policy poll" "--max-sleep-us 5" "--calibration $tmp/three.txt"; do
+	# shellcheck disable=SC2086 # each an option and its value
+	badmsg "--send with $o" "--send and --raw-epoll run no evd loop" --send $o
+	# shellcheck disable=SC2086
+	badmsg "--raw-epoll with $o" "--send and --raw-epoll run no evd loop" --raw-epoll $o
+done
+for o in "--trace day" "--pattern steady" "--rate 100" "--seed 3"; do
+	# shellcheck disable=SC2086
+	badmsg "the ethdev receiver with $o" "go to the sender" --source ethdev $o
+	# shellcheck disable=SC2086
+	badmsg "--raw-epoll with $o" "go to the sender" --raw-epoll $o
+done
 badmsg "a hex duration" "invalid --duration '0x10'" --duration 0x10
 badmsg "a blank before a number" "invalid --duration ' 5'" --duration " 5"
 badmsg "a hex generator value" "bad value '0x10'" --score --trace poisson:rate=0x10 --events 10

@@ -119,6 +119,13 @@ timeout 60 "$testevd" --no-progress --score --calibration "$tmp/long.cal" --trac
 	--json "$tmp/long.json" >/dev/null 2>&1 &&
 python3 -c "import json,sys; c=json.load(open(sys.argv[1]))[0]['calibration']; assert c['b_ns'] == 5000, c" \
 	"$tmp/long.json" && echo "ok: a long comment stays a comment" || { echo "FAIL: long comment"; fail=1; }
+# ...in a text trace too: a comment may be any length, a gap's line may not
+{ printf '# '; printf 'x%.0s' $(seq 300); printf '\n1000\n2000\n3000\n'; } >"$tmp/longc.txt"
+score --trace "$tmp/longc.txt" --json "$tmp/longc.json" &&
+python3 -c "import json,sys; e=json.load(open(sys.argv[1]))[0]['events']; assert e == 3, e" \
+	"$tmp/longc.json" && echo "ok: a long comment in a trace" || { echo "FAIL: long comment in a trace"; fail=1; }
+{ printf '1000\n'; printf '0%.0s' $(seq 300); printf '2000\n'; } >"$tmp/longl.txt"
+expect "a gap's line past 127 bytes" 2 "longer than 127 bytes" --trace "$tmp/longl.txt"
 
 # ---- options a trace makes meaningless: refused, not ignored ----
 # (--duration beside a 100 s --trace used to be dropped without a word)

@@ -66,6 +66,9 @@ testevd_usage(FILE *f, const char *prog)
 		"                    pareto:alpha=A,mean_us=M, periodic:period_us=P,jitter_us=J, day;\n"
 		"                    periodic:...,sources=N: N independent periodic sources\n"
 		"                    (ids 1..N, id k every P (1 + 0.41 (k - 1)); N up to 8).\n"
+		"                    A key left out takes rate=10000, on_ms=5, off_ms=50,\n"
+		"                    alpha=1.5, mean_us=200, period_us=1000, jitter_us=50,\n"
+		"                    sources=1.\n"
 		"                    On the ring source a trace's source ids get one ring each\n"
 		"                    (up to 8)\n"
 		"  --speedup X       divide every gap of the trace by X (default 1)\n"
@@ -120,7 +123,7 @@ testevd_usage(FILE *f, const char *prog)
 		"\n"
 		"Output:\n"
 		"  --json FILE       the report as JSON ('-': stdout, the table then on stderr;\n"
-		"                    --compare: an array)\n"
+		"                    --compare and --score: an array, one entry a policy)\n"
 		"  --timeline FILE   events/s, CPU %% and time asleep %% over the run; SVG if FILE\n"
 		"                    ends in .svg, else CSV (real runs: per 100 ms, from the\n"
 		"                    loop's mode transitions; --score: 200 windows)\n"
@@ -253,6 +256,7 @@ testevd_parse_opts(int argc, char **argv, struct opts *o)
 			if (evd_policy_validate(optarg) < 0)
 				return bad(prog, "invalid --policy '%s' (see the log line above)", optarg);
 			o->policy = optarg;
+			o->policy_given = true;
 			break;
 		case O_DURATION:
 			if (parse_double(optarg, 0.1, 86400, &o->duration_s) < 0)
@@ -263,12 +267,12 @@ testevd_parse_opts(int argc, char **argv, struct opts *o)
 			if (pattern_find(optarg) == NULL)
 				return bad(prog, "unknown --pattern '%s'", optarg);
 			o->pattern = optarg;
-			o->pattern_given = true;
+			o->pattern_given = o->shape_given = true;
 			break;
 		case O_RATE:
 			if (parse_double(optarg, 1, 1e8, &o->rate) < 0)
 				return bad(prog, "invalid --rate '%s' (events/s, 1..100000000)", optarg);
-			o->pattern_given = true;
+			o->pattern_given = o->shape_given = true;
 			break;
 		case O_SEED:
 			if (parse_u64(optarg, 0, UINT64_MAX, &o->seed) < 0)
@@ -279,6 +283,7 @@ testevd_parse_opts(int argc, char **argv, struct opts *o)
 			if (parse_u64(optarg, 1, 60u * 1000 * 1000, &u) < 0)
 				return bad(prog, "invalid --max-sleep-us '%s' (1..60000000)", optarg);
 			o->max_sleep_us = (uint32_t)u;
+			o->max_sleep_given = true;
 			break;
 		case O_SOURCE:
 			if (!source_known(optarg))
@@ -428,8 +433,9 @@ testevd_parse_opts(int argc, char **argv, struct opts *o)
 	}
 	if (optind < argc)
 		return bad(prog, "unexpected argument '%s'", argv[optind]);
-	if (o->rounds > 1 && !o->compare)
-		return bad(prog, "--rounds needs --compare%s", "");
+	if (o->rounds > 1 && (!o->compare || o->score))
+		return bad(prog, "--rounds interleaves the real runs of --compare (--score is "
+			   "deterministic: one run a policy)%s", "");
 	if (strcmp(o->source, "verbs") == 0 && o->device == NULL)
 		return bad(prog, "--source verbs needs --device NAME%s", "");
 	if (o->device != NULL && strcmp(o->source, "verbs") != 0)
@@ -485,6 +491,15 @@ testevd_parse_opts(int argc, char **argv, struct opts *o)
 		return bad(prog, "--calibration loads, --save-calibration measures: give one%s", "");
 	if (o->timeline != NULL && (o->compare || o->send || o->raw_epoll))
 		return bad(prog, "--timeline draws one run: not with --compare, --send or --raw-epoll%s", "");
+	if ((o->send || o->raw_epoll) &&
+	    (o->policy_given || o->max_sleep_given || o->calibration != NULL))
+		return bad(prog, "--send and --raw-epoll run no evd loop: no --policy, --max-sleep-us "
+			   "or --calibration%s", "");
+	if ((strcmp(o->source, "ethdev") == 0 || o->raw_epoll) &&
+	    (o->trace != NULL || o->shape_given || o->seed_given))
+		return bad(prog, "--source ethdev and --raw-epoll receive what a --send process "
+			   "plays: --pattern, --rate, --seed and --trace go to the sender (--duration "
+			   "here bounds the wait for it)%s", "");
 	if (o->echo && !o->send)
 		return bad(prog, "--echo applies to --send only%s", "");
 	if (o->peer_pid_file != NULL && !o->echo)

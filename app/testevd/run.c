@@ -403,6 +403,12 @@ run_pattern(const struct opts *o, const char *policy, struct result *res)
 out_close:
 	r->kind->close(r, res); /* adds the source's own counters (ring_full) */
 	result_finish(res);
+	/* a rate the producer cannot post at stretches the run past its pattern */
+	if (rc >= 0 && r->kind->post != NULL && o->trace == NULL && !res->stopped &&
+	    res->duration_s > 1.25 * o->duration_s + 0.5)
+		fprintf(stderr, "testevd: %s: the run took %.1f s for a %.1f s pattern: the producer "
+			"could not post at --rate %.0f (the ring full %" PRIu64 " times)\n", policy,
+			res->duration_s, o->duration_s, o->rate, res->ring_full);
 out_loop:
 	evd_loop_destroy(r->loop);
 out:

@@ -65,6 +65,8 @@ struct opts {
 	bool lambda_given, speedup_given, send_delay_given, linger_given, port_given, queues_given;
 	bool events_given, seed_given;
 	bool pattern_given;    /* --pattern, --rate or --duration: the pattern's, not a --trace's */
+	bool shape_given;      /* --pattern or --rate: what a producer plays */
+	bool policy_given, max_sleep_given;
 	unsigned int rounds;
 	bool progress;
 };

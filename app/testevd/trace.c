@@ -79,8 +79,8 @@ trace_parse_text(const char *buf, size_t len, const char *name, struct trace *t)
 				nul = true;
 			else if (k < sizeof(l) - 1)
 				l[k++] = buf[i];
-			else
-				rc = -EINVAL; /* line too long */
+			else if (l[0] != '#')
+				rc = -EINVAL; /* line too long (a comment may be any length) */
 			i++;
 		}
 		i++;
@@ -291,7 +291,8 @@ gen_param(const char *name, char *params, struct gen_args *a)
 		seen |= 1u << k;
 		v = strtod(eq + 1, &end);
 		if (!trace_decimal_text(eq + 1) || *end != '\0' || !(v > 0) || !isfinite(v)) {
-			fprintf(stderr, "trace generator %s: %s: bad value '%s'\n", name, item, eq + 1);
+			fprintf(stderr, "trace generator %s: %s: bad value '%s' (a decimal number above "
+				"0)\n", name, item, eq + 1);
 			return -EINVAL;
 		}
 		*dst[k] = v;
