@@ -21,6 +21,7 @@
  */
 #include <pthread.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -345,6 +346,158 @@ test_env_points_as_doubles(void)
 	e.wake_at_ns[3] = e.wake_at_ns[1] + 2;
 	v = evd_policy_env_wake_ns(&e, e.wake_at_ns[2]);
 	CHECK(v >= 20000 && v <= 30000); /* NaN fails both */
+	CHECK_LOGGED(evd_policy_env_set(&e), -EALREADY, "EVD: ", "in place already");
+}
+
+/* Two threads add one source to two loops at once. The source's fd op holds
+ * each adder until the other is inside evd_loop_add() too (or 1 s passes):
+ * the add checked the source free and claimed it only at its end, so both
+ * got in and both won on every run (the loser's loop could then never be
+ * destroyed). One wins now; the other is refused before its fd op. */
+static int adders_inside; /* atomic */
+
+static int
+rendezvous_poll(struct evd_source *s, uint16_t budget)
+{
+	(void)s;
+	(void)budget;
+	return 0;
+}
+
+static int
+rendezvous_fd(const struct evd_source *s)
+{
+	uint64_t end = test_now_ns() + 1000000000ull;
+
+	(void)s;
+	__atomic_add_fetch(&adders_inside, 1, __ATOMIC_SEQ_CST);
+	while (__atomic_load_n(&adders_inside, __ATOMIC_SEQ_CST) < 2 && test_now_ns() < end)
+		usleep(100);
+	return -ENOTSUP; /* poll-only */
+}
+
+static const struct evd_source_ops rendezvous_ops = {
+	.kind = "rendezvous", .poll = rendezvous_poll, .fd = rendezvous_fd
+};
+
+struct adder {
+	struct evd_loop *loop;
+	struct evd_source *src;
+	int rc;
+};
+
+static void *
+add_one(void *arg)
+{
+	struct adder *a = arg;
+
+	a->rc = evd_loop_add(a->loop, a->src);
+	return NULL;
+}
+
+static void
+test_add_race(void)
+{
+	struct evd_loop_conf c = { .name = "adder", .policy = "poll" };
+	struct evd_source src;
+	struct adder a[2];
+	pthread_t t[2];
+
+	CHECK_EQ(evd_source_init(&src, &rendezvous_ops, "shared", count, NULL), 0);
+	for (int i = 0; i < 2; i++) {
+		CHECK_EQ(evd_loop_create(&c, &a[i].loop), 0);
+		a[i].src = &src;
+	}
+	for (int i = 0; i < 2; i++)
+		CHECK_EQ(pthread_create(&t[i], NULL, add_one, &a[i]), 0);
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	printf("  adds: %d, %d; adders inside at once: %d\n", a[0].rc, a[1].rc, adders_inside);
+	CHECK_EQ((a[0].rc == 0) + (a[1].rc == 0), 1);
+	CHECK(a[0].rc == -EINVAL || a[1].rc == -EINVAL);
+	CHECK_EQ(evd_loop_remove(a[a[0].rc == 0 ? 0 : 1].loop, &src), 0);
+	for (int i = 0; i < 2; i++)
+		CHECK_EQ(evd_loop_destroy(a[i].loop), 0);
+}
+
+/* A bogus fd number is refused before the loop's fd table grows to it (to
+ * INT_MAX it took 40 s and 8 GB, then epoll_ctl refused it). */
+static void
+test_add_bogus_fd(void)
+{
+	struct evd_loop *l;
+	struct evd_source *f;
+
+	CHECK_EQ(evd_loop_create(NULL, &l), 0);
+	CHECK_EQ(evd_fd_create("bogus", 1 << 20, 0, count, NULL, &f), 0);
+	CHECK_LOGGED(evd_loop_add(l, f), -EBADF, "EVD: ", "fd 1048576 is not open");
+	CHECK_EQ(evd_source_destroy(f), 0);
+	CHECK_LOGGED(evd_fd_create("flags", 0, EPOLLWAKEUP, count, NULL, &f), -EINVAL, "EVD: ",
+		     "no event to watch");
+	CHECK_EQ(evd_loop_destroy(l), 0);
+}
+
+/* A timer due at the end of a sleep removes a source and destroys it: the
+ * removal takes effect at once, as from any timer (the timers ran inside
+ * the wake's settle, where a removal waits: the destroy was -EBUSY). */
+static struct evd_source *timer_ring;
+static int timer_rm = 1, timer_destroy = 1;
+
+static void
+remove_from_timer(struct evd_loop *l, struct evd_timer *t, void *arg)
+{
+	(void)t;
+	(void)arg;
+	timer_rm = evd_loop_remove(l, timer_ring);
+	timer_destroy = evd_source_destroy(timer_ring);
+}
+
+static void
+test_timer_remove_after_sleep(void)
+{
+	struct evd_loop_conf c = { .name = "tsleep", .policy = "intr" };
+	struct evd_loop_stats st;
+	struct evd_loop *l;
+
+	CHECK_EQ(evd_loop_create(&c, &l), 0);
+	CHECK_EQ(evd_ring_create("r", 8, count, NULL, &timer_ring), 0);
+	CHECK_EQ(evd_loop_add(l, timer_ring), 0);
+	CHECK_EQ(evd_timer_start(l, 1000000, 0, remove_from_timer, NULL, NULL), 0);
+	for (int i = 0; i < 1000 && timer_rm == 1; i++)
+		CHECK(evd_loop_step(l) >= 0);
+	CHECK_EQ(evd_loop_stats_get(l, &st), 0);
+	printf("  sleeps %" PRIu64 ", remove %d, destroy %d\n", st.sleeps, timer_rm, timer_destroy);
+	CHECK(st.sleeps >= 1); /* the timer ended a sleep */
+	CHECK_EQ(timer_rm, 0);
+	CHECK_EQ(timer_destroy, 0);
+	CHECK_EQ(evd_loop_destroy(l), 0);
+}
+
+/* Refusals that returned their errno without a word; and a NULL bell. */
+static enum evd_action
+decide_poll(void *st, const struct evd_policy_input *in, uint64_t *arg)
+{
+	(void)st;
+	(void)in;
+	(void)arg;
+	return EVD_ACTION_POLL;
+}
+
+static void
+test_refusals_logged(void)
+{
+	static const struct evd_policy_ops upper = { .name = "Mine", .decide = decide_poll };
+	static const struct evd_policy_ops taken = { .name = "poll", .decide = decide_poll };
+	static const struct evd_policy_ops nodecide = { .name = "mine" };
+
+	CHECK_LOGGED(evd_policy_env_set(NULL), -EINVAL, "EVD: ", "NULL environment");
+	CHECK_LOGGED(evd_policy_register(NULL), -EINVAL, "EVD: ", "NULL ops");
+	CHECK_LOGGED(evd_policy_register(&upper), -EINVAL, "EVD: ", "'Mine' is not");
+	CHECK_LOGGED(evd_policy_register(&nodecide), -EINVAL, "EVD: ", "without decide");
+	CHECK_LOGGED(evd_policy_register(&taken), -EEXIST, "EVD: ", "registered already");
+	CHECK_LOGGED(evd_policy_create("poll", NULL), -EINVAL, "EVD: ", "NULL out");
+	CHECK_LOGGED(evd_clock_tsc_hz(NULL), -EINVAL, "EVD: ", "NULL hz");
+	evd_source_ring_bell(NULL); /* async-signal-safe: ignored, not a crash */
 }
 
 /* test_misuse [NAME]: all, or the one test NAME (without test_) */
@@ -359,5 +512,9 @@ main(int argc, char **argv)
 	TEST_NAMED(test_step_beside_run);
 	TEST_NAMED(test_timer_far);
 	TEST_NAMED(test_env_points_as_doubles);
+	TEST_NAMED(test_add_race);
+	TEST_NAMED(test_add_bogus_fd);
+	TEST_NAMED(test_timer_remove_after_sleep);
+	TEST_NAMED(test_refusals_logged);
 	return 0;
 }

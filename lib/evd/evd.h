@@ -280,10 +280,11 @@ int evd_loop_destroy(struct evd_loop *loop);
  * @param loop  The loop.
  * @param src   A source on no loop.
  * @return 0; -EINVAL for NULL or destroyed arguments, or a source already on
- *   a loop; -EBUSY (another thread runs the loop); -ENOSPC if the loop holds
+ *   a loop (or being added to one by another thread at the same time); -EBUSY
+ *   (another thread runs the loop); -ENOSPC if the loop holds
  *   evd_loop_conf.max_sources already; -ENOMEM; the error of the
- *   source's fd op (other than -ENOTSUP: poll-only); or an errno from
- *   epoll_ctl().
+ *   source's fd op (other than -ENOTSUP: poll-only); -EBADF if the fd it
+ *   gives is not open; or an errno from epoll_ctl().
  */
 int evd_loop_add(struct evd_loop *loop, struct evd_source *src);
 
@@ -615,8 +616,8 @@ int evd_ring_discard(struct evd_source *ring);
  * that is not on the loop meanwhile, the source watches that file until it
  * is removed: nothing can tell the two apart.
  * @return 0; -EINVAL for a negative fd, a NULL handler or @p out, a name of
- *   EVD_NAME_MAX bytes or more, or EPOLLET, EPOLLONESHOT or EPOLLEXCLUSIVE
- *   in @p events; -ENOMEM.
+ *   EVD_NAME_MAX bytes or more, EPOLLET, EPOLLONESHOT or EPOLLEXCLUSIVE
+ *   in @p events, or @p events naming no event (flags alone); -ENOMEM.
  */
 int evd_fd_create(const char *name, int fd, uint32_t events, evd_handler_t handler, void *arg,
 		  struct evd_source **out);

@@ -119,14 +119,16 @@ evd__bell_reserve(struct evd__bell *b, uint32_t slot)
 void
 evd_source_ring_bell(struct evd_source *src)
 {
-	struct evd__bell *b = __atomic_load_n(&src->bell, __ATOMIC_ACQUIRE);
-	uint32_t slot = __atomic_load_n(&src->key, __ATOMIC_RELAXED), c = slot >> CHUNK_SHIFT;
-	uint32_t w = (slot >> 6) & (CHUNK_WORDS - 1);
+	struct evd__bell *b = src != NULL ? __atomic_load_n(&src->bell, __ATOMIC_ACQUIRE) : NULL;
+	uint32_t slot, c, w;
 	struct bell_chunk *k;
 	uint64_t one = 1;
 
 	if (unlikely(b == NULL))
-		return; /* never on a loop: no arm to take */
+		return; /* none, or never on a loop: no arm to take (async-signal-safe: no log) */
+	slot = __atomic_load_n(&src->key, __ATOMIC_RELAXED);
+	c = slot >> CHUNK_SHIFT;
+	w = (slot >> 6) & (CHUNK_WORDS - 1);
 	k = __atomic_load_n(&b->chunk[c], __ATOMIC_ACQUIRE);
 	if (unlikely(k == NULL))
 		return;

@@ -128,12 +128,12 @@ evd_clock_tsc_hz(double *hz)
 	double ns_per_tick;
 
 	if (hz == NULL)
-		return -EINVAL;
+		return EVD_ARG_ERR(-EINVAL, "evd_clock_tsc_hz: NULL hz");
 	if (rte_get_tsc_hz() == 0)
-		return -EAGAIN;
+		return EVD_ARG_ERR(-EAGAIN, "evd_clock_tsc_hz: before rte_eal_init()");
 	ns_per_tick = tsc_rate();
 	if (ns_per_tick <= 0)
-		return -ENOTSUP;
+		return EVD_ARG_ERR(-ENOTSUP, "evd_clock_tsc_hz: no TSC rate measured on this host");
 	*hz = 1e9 / ns_per_tick;
 	return 0;
 }

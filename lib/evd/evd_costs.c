@@ -639,7 +639,7 @@ evd_policy_env_set(const struct evd_policy_env *e)
 	int rc = 0;
 
 	if (e == NULL)
-		return -EINVAL;
+		return EVD_ARG_ERR(-EINVAL, "evd_policy_env_set: NULL environment");
 	if (e->sleep_wake_ns == 0 || e->sleep_wake_ns > EVD_ENV_GIVEN_MAX_NS)
 		why = "B (sleep_wake_ns) of 0 or over EVD_ENV_GIVEN_MAX_NS";
 	for (int k = 0; why == NULL && k < EVD_ENV_WAKE_POINTS; k++)
@@ -685,6 +685,8 @@ evd_policy_env_set(const struct evd_policy_env *e)
 	pthread_mutex_lock(&env_lock);
 	if (env_ready) {
 		rc = -EALREADY;
+		EVD_LOG(ERR, "evd_policy_env_set: the costs are in place already (%s): call it "
+			"before the first policy that prices with them", env_origin);
 	} else {
 		env = *e;
 		env_origin = env_given;

@@ -75,6 +75,11 @@ evd_fd_create(const char *name, int fd, uint32_t events, evd_handler_t handler, 
 			name ? name : "");
 		return -EINVAL;
 	}
+	/* a mask of flags alone (EPOLLWAKEUP) watches nothing: its handler never ran */
+	if (events != 0 && !(events & (EPOLLIN | EPOLLPRI | EPOLLOUT | EPOLLRDHUP | EPOLLRDNORM |
+					 EPOLLRDBAND | EPOLLWRNORM | EPOLLWRBAND | EPOLLMSG)))
+		return EVD_ARG_ERR(-EINVAL, "evd_fd_create %s: events 0x%x name no event to watch",
+				   name ? name : "", events);
 	f = calloc(1, sizeof(*f));
 	if (f == NULL)
 		return EVD_ARG_ERR(-ENOMEM, "evd_fd_create %s: no memory", name ? name : "");

@@ -359,9 +359,8 @@ after_wait(struct evd_loop *loop, uint64_t t0, enum evd_wake_reason why, bool na
 	if (loop->policy.ops->on_wake != NULL)
 		loop->policy.ops->on_wake(loop->policy.state, t1, t1 > t0 ? t1 - t0 : 0, why);
 	/* from here on a removal waits for the settle: the notified sources'
-	 * list holds them (a timer's callback too) */
+	 * list holds them */
 	loop->in_round = true;
-	evd__timers_run(loop, t1);
 	loop->round_now = t1;
 	n = poll_act(loop, false);
 	n += poll_woken_level(loop);
@@ -377,6 +376,9 @@ after_wait(struct evd_loop *loop, uint64_t t0, enum evd_wake_reason why, bool na
 		EVD_STAT_ADD(loop->stats.spurious_wakeups, 1);
 	if (unlikely(loop->pending_removal))
 		evd__reap_removed(loop);
+	/* after the settle, outside the round: a removal from a callback takes
+	 * effect at once, as from any timer */
+	evd__timers_run(loop, t1);
 	if (n > 0)
 		note_events(loop, t1, n);
 	return n;

@@ -178,8 +178,9 @@ void evd_source_report_error(struct evd_source *src, int err);
 
 /**
  * Wake the source's loop for it: the producer side of a `bell` source, after
- * it took the source's arm. Any thread; async-signal-safe. A source that
- * was never on a loop is ignored; one that left its loop since the arm
+ * it took the source's arm. Any thread; async-signal-safe. NULL, or a source
+ * that was never on a loop, is ignored (unlogged: no log is signal-safe); one
+ * that left its loop since the arm
  * rings that loop (a spurious wake, at worst).
  * @param src  The source whose arm the caller took.
  */

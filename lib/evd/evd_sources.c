@@ -60,9 +60,11 @@ evd__source_error(struct evd_loop *loop, struct evd_source *s, const char *op, i
 void
 evd_source_report_error(struct evd_source *src, int err)
 {
-	if (src == NULL || src->loop == NULL)
+	struct evd_loop *loop = src != NULL ? __atomic_load_n(&src->loop, __ATOMIC_ACQUIRE) : NULL;
+
+	if (loop == NULL)
 		return;
-	evd__source_error(src->loop, src, "async event", err);
+	evd__source_error(loop, src, "async event", err);
 }
 
 /* ---- sources -------------------------------------------------------------- */
@@ -99,13 +101,16 @@ int
 evd_source_destroy(struct evd_source *src)
 {
 	const struct evd_source_ops *ops;
+	const struct evd_loop *on;
 	unsigned int q;
 
 	if (!evd__live_source(src, "evd_source_destroy"))
 		return -EINVAL;
-	if (src->loop != NULL)
+	/* atomic: an add on another thread claims the source by compare-and-swap */
+	on = __atomic_load_n(&src->loop, __ATOMIC_ACQUIRE);
+	if (on != NULL)
 		return EVD_ARG_ERR(-EBUSY, "evd_source_destroy %s: still on loop %s", src->name,
-				   src->loop->name);
+				   on->name);
 	ops = src->ops;
 	q = ops->queued != NULL ? ops->queued(src) : 0;
 	if (q > 0)
@@ -281,6 +286,7 @@ grow(struct evd_loop *loop)
 int
 evd_loop_add(struct evd_loop *loop, struct evd_source *src)
 {
+	struct evd_loop *other = NULL;
 	int fd = -1, held, rc = 0;
 
 	if (!evd__live_loop(loop, "evd_loop_add") || !evd__live_source(src, "evd_loop_add"))
@@ -288,12 +294,17 @@ evd_loop_add(struct evd_loop *loop, struct evd_source *src)
 	if (src->ops == NULL || src->ops->poll == NULL || src->handler == NULL)
 		return EVD_ARG_ERR(-EINVAL, "evd_loop_add %s: source %s without poll op or handler",
 				   loop->name, src->name);
-	if (src->loop != NULL)
+	/* claimed before anything else: two threads adding one source to two
+	 * loops must not both pass (each holds only its own loop) */
+	if (!__atomic_compare_exchange_n(&src->loop, &other, loop, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE))
 		return EVD_ARG_ERR(-EINVAL, "evd_loop_add %s: source %s is already on loop %s",
-				   loop->name, src->name, src->loop->name);
+				   loop->name, src->name, other->name);
 	held = evd__control_enter(loop, "evd_loop_add");
-	if (held < 0)
+	if (held < 0) {
+		__atomic_store_n(&src->loop, NULL, __ATOMIC_RELEASE);
 		return held;
+	}
 	if (loop->n_src >= loop->max_src) {
 		rc = EVD_ARG_ERR(-ENOSPC, "evd_loop_add %s: source %s: the loop holds its "
 				 "max_sources (%u) already", loop->name, src->name, loop->max_src);
@@ -305,6 +316,12 @@ evd_loop_add(struct evd_loop *loop, struct evd_source *src)
 			EVD_LOG(ERR, "loop %s: source %s: fd op failed: %s", loop->name, src->name,
 				strerror(-fd));
 			rc = fd;
+			goto out;
+		}
+		/* before the fd table grows to the number: a bogus one (INT_MAX) made it 8 GB */
+		if (fd >= 0 && fcntl(fd, F_GETFD) < 0) {
+			rc = EVD_ARG_ERR(-EBADF, "evd_loop_add %s: source %s: fd %d is not open",
+					 loop->name, src->name, fd);
 			goto out;
 		}
 	}
@@ -377,6 +394,8 @@ evd_loop_add(struct evd_loop *loop, struct evd_source *src)
 	EVD_LOG(DEBUG, "loop %s: added %s source %s%s", loop->name, src->ops->kind ? src->ops->kind : "",
 		src->name, fd < 0 ? " (poll-only)" : "");
 out:
+	if (rc < 0)
+		__atomic_store_n(&src->loop, NULL, __ATOMIC_RELEASE);
 	evd__control_leave(loop, held);
 	return rc;
 }
@@ -477,7 +496,7 @@ evd_loop_remove(struct evd_loop *loop, struct evd_source *src)
 
 	if (!evd__live_loop(loop, "evd_loop_remove") || !evd__live_source(src, "evd_loop_remove"))
 		return -EINVAL;
-	if (src->loop != loop)
+	if (__atomic_load_n(&src->loop, __ATOMIC_ACQUIRE) != loop)
 		return EVD_ARG_ERR(-EINVAL, "evd_loop_remove %s: source %s is not on it", loop->name,
 				   src->name);
 	held = evd__control_enter(loop, "evd_loop_remove");

@@ -72,9 +72,12 @@ evd_policy_register(const struct evd_policy_ops *ops)
 {
 	int rc = -ENOSPC;
 
-	if (ops == NULL || ops->name == NULL || ops->decide == NULL || !valid_name(ops->name) ||
-	    strlen(ops->name) >= EVD_NAME_MAX)
-		return -EINVAL;
+	if (ops == NULL || ops->name == NULL || ops->decide == NULL)
+		return EVD_ARG_ERR(-EINVAL, "evd_policy_register: %s", ops == NULL ? "NULL ops"
+					: ops->name == NULL ? "ops without a name" : "ops without decide");
+	if (!valid_name(ops->name) || strlen(ops->name) >= EVD_NAME_MAX)
+		return EVD_ARG_ERR(-EINVAL, "evd_policy_register: name '%.*s' is not a policy name",
+				   EVD_NAME_MAX, ops->name);
 	pthread_once(&baselines_once, add_baselines);
 	pthread_mutex_lock(&registry_lock);
 	for (int i = 0; i < MAX_POLICIES; i++) {
@@ -89,6 +92,10 @@ evd_policy_register(const struct evd_policy_ops *ops)
 		}
 	}
 	pthread_mutex_unlock(&registry_lock);
+	if (rc < 0)
+		EVD_LOG(ERR, "evd_policy_register %s: %s", ops->name, rc == -EEXIST
+			? "a policy of that name is registered already"
+			: "the registry is full");
 	return rc;
 }
 
@@ -279,7 +286,7 @@ evd_policy_create(const char *spec, struct evd_policy **out)
 	int rc;
 
 	if (out == NULL)
-		return -EINVAL;
+		return EVD_ARG_ERR(-EINVAL, "evd_policy_create %s: NULL out", spec != NULL ? spec : "");
 	*out = NULL;
 	p = calloc(1, sizeof(*p));
 	if (p == NULL)
