@@ -224,11 +224,12 @@ seen_gap(const struct adaptive *a, uint64_t now, uint64_t last)
 	return g > late ? g - late : 0;
 }
 
-/* L of a sleep of g after a halt of @p prev (the window's state). */
+/* L of a sleep of g after a halt of @p prev (the window's state); L is flat
+ * past its last point, and a g of 2^64 would overflow the cast. */
 static inline double
 wake_lat_after(const struct adaptive *a, double g, double prev)
 {
-	double l = evd__wake_interp(a->env, a->log_at, (uint64_t)g);
+	double l = evd__wake_interp(a->env, a->log_at, (uint64_t)fmin(g, 1e18));
 
 	return a->window ? evd__wake_windowed(a->env, l, g, prev) : l;
 }
