@@ -473,6 +473,87 @@ test_timer_remove_after_sleep(void)
 	CHECK_EQ(evd_loop_destroy(l), 0);
 }
 
+/* A reconnect from an fd source's handler, in the order evd_fd_create()
+ * asks: remove the source, close its fd, then a new fd (the same number)
+ * in a new source. The removal's detach waits for the round's end, so the
+ * add found the number still held and logged the old source's fd "closed
+ * while registered", an ERR; with no new fd, the detach logged a WARNING. */
+static struct evd_source *old_src, *new_src;
+static int old_fd, new_fd, new_delivered;
+static bool readd;
+
+static void
+on_new(struct evd_source *s, void *burst, uint16_t n, void *arg)
+{
+	(void)s;
+	(void)burst;
+	(void)arg;
+	new_delivered += n;
+}
+
+static void
+reconnect(struct evd_source *s, void *burst, uint16_t n, void *arg)
+{
+	struct evd_loop *l = arg;
+
+	(void)burst;
+	(void)n;
+	CHECK_EQ(evd_loop_remove(l, s), 0);
+	close(old_fd);
+	if (!readd)
+		return;
+	new_fd = eventfd(1, EFD_NONBLOCK | EFD_CLOEXEC); /* readable at once */
+	CHECK(new_fd >= 0);
+	CHECK_EQ(evd_fd_create("new", new_fd, 0, on_new, NULL, &new_src), 0);
+	CHECK_EQ(evd_loop_add(l, new_src), 0);
+}
+
+static void
+reconnect_case(bool with_new)
+{
+	struct evd_loop_conf c = { .name = "reconnect", .policy = "poll" };
+	static char buf[8192];
+	uint64_t one = 1;
+	struct evd_loop *l;
+	FILE *f = fmemopen(buf, sizeof(buf) - 1, "w");
+
+	CHECK(f != NULL);
+	setvbuf(f, NULL, _IONBF, 0);
+	readd = with_new;
+	new_delivered = 0;
+	CHECK_EQ(evd_loop_create(&c, &l), 0);
+	old_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	CHECK(old_fd >= 0);
+	CHECK_EQ(evd_fd_create("old", old_fd, 0, reconnect, l, &old_src), 0);
+	CHECK_EQ(evd_loop_add(l, old_src), 0);
+	CHECK_EQ(write(old_fd, &one, sizeof(one)), (ssize_t)sizeof(one));
+	rte_openlog_stream(f);
+	for (int i = 0; i < 4; i++)
+		CHECK(evd_loop_step(l) >= 0);
+	rte_openlog_stream(NULL);
+	fclose(f);
+	printf("  %s: new fd %d (old %d), delivered %d; log: '%s'\n",
+	       with_new ? "re-added" : "removed", with_new ? new_fd : -1, old_fd, new_delivered, buf);
+	CHECK(strstr(buf, "closed while registered") == NULL);
+	CHECK(strstr(buf, "names another file") == NULL);
+	CHECK_EQ(evd_source_destroy(old_src), 0);
+	if (with_new) {
+		CHECK_EQ(new_fd, old_fd); /* the number reused: the case */
+		CHECK(new_delivered >= 1);
+		CHECK_EQ(evd_loop_remove(l, new_src), 0);
+		CHECK_EQ(evd_source_destroy(new_src), 0);
+		close(new_fd);
+	}
+	CHECK_EQ(evd_loop_destroy(l), 0);
+}
+
+static void
+test_reconnect_from_handler(void)
+{
+	reconnect_case(true);
+	reconnect_case(false);
+}
+
 /* Refusals that returned their errno without a word; and a NULL bell. */
 static enum evd_action
 decide_poll(void *st, const struct evd_policy_input *in, uint64_t *arg)
@@ -516,5 +597,6 @@ main(int argc, char **argv)
 	TEST_NAMED(test_add_bogus_fd);
 	TEST_NAMED(test_timer_remove_after_sleep);
 	TEST_NAMED(test_refusals_logged);
+	TEST_NAMED(test_reconnect_from_handler);
 	return 0;
 }

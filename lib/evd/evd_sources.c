@@ -346,7 +346,11 @@ evd_loop_add(struct evd_loop *loop, struct evd_source *src)
 		 * one (epoll took both): its fd was closed, the number reused;
 		 * the set is rebuilt without it, and this one goes in again */
 		if (rc == 0 && *owner != 0) {
-			evd__source_fail(loop, loop->keys[*owner - 1].src, "its fd number now names "
+			struct evd_source *old = loop->keys[*owner - 1].src;
+
+			/* one removed from a handler, its fd then closed, as
+			 * evd_fd_create() asks: its detach is only pending */
+			evd__source_fail(loop, old, old->removing ? NULL : "its fd number now names "
 				    "another file");
 			rc = watch(loop, loop->epfd, src);
 		}
@@ -469,8 +473,10 @@ detach(struct evd_loop *loop, struct evd_source *s)
 		if (s->ops->arm != NULL)
 			evd__dev_del(loop, s);
 		if (epoll_ctl(loop->epfd, EPOLL_CTL_DEL, s->notify_fd, NULL) < 0) {
-			EVD_LOG(WARNING, "loop %s: source %s: fd %d was closed while registered "
-				"(EPOLL_CTL_DEL: %s)", loop->name, s->name, s->notify_fd,
+			/* removed from a handler and then closed is right: not warned */
+			rte_log(s->removing ? RTE_LOG_DEBUG : RTE_LOG_WARNING, evd__logtype,
+				"EVD: loop %s: source %s: fd %d was closed while registered "
+				"(EPOLL_CTL_DEL: %s)\n", loop->name, s->name, s->notify_fd,
 				strerror(errno));
 			s->has_fd = 0; /* out of the rebuilt set */
 			evd__epoll_rebuild(loop);
