@@ -117,14 +117,8 @@ compare(const struct opts *o)
 		round_ratios(&eps[2 * o->rounds], &eps[0], done[0] < done[2] ? done[0] : done[2]);
 		putchar('\n');
 	}
-	if (o->json != NULL) {
-		int rc = report_json(o->json, acc, n, true);
-
-		if (rc < 0) {
-			fprintf(stderr, "testevd: cannot write %s: %s\n", o->json, strerror(-rc));
-			status = EXIT_RUNTIME;
-		}
-	}
+	if (o->json != NULL && report_json(o->json, acc, n, true) < 0)
+		status = EXIT_RUNTIME;
 	if (status == EXIT_LOSS)
 		fprintf(stderr, "testevd: FAILED: events lost or lost wakeups counted\n");
 	free(acc);

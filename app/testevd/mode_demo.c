@@ -36,13 +36,8 @@ demo(const struct opts *o)
 		return EXIT_RUNTIME;
 	}
 	report_table(stdout, r, 1);
-	if (o->json != NULL) {
-		rc = report_json(o->json, r, 1, false);
-		if (rc < 0) {
-			fprintf(stderr, "testevd: cannot write %s: %s\n", o->json, strerror(-rc));
-			status = EXIT_RUNTIME;
-		}
-	}
+	if (o->json != NULL && report_json(o->json, r, 1, false) < 0)
+		status = EXIT_RUNTIME;
 	if (r->timeline_failed)
 		status = EXIT_RUNTIME;
 	if (r->stopped)

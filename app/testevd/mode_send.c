@@ -257,7 +257,7 @@ send_mode(const struct opts *o)
 	long peer = -1;
 	uint64_t r_lost;
 	bool intr;
-	int rc, wrc;
+	int rc;
 
 	res = calloc(1, sizeof(*res));
 	if (r == NULL || res == NULL)
@@ -382,10 +382,8 @@ send_mode(const struct opts *o)
 			printf("  forwarder (pid %ld) CPU over the run: %.2f %%\n", peer,
 			       res->peer_cpu_pct);
 	}
-	if (o->json != NULL && (wrc = report_json(o->json, res, 1, false)) < 0) {
-		fprintf(stderr, "testevd: cannot write %s: %s\n", o->json, strerror(-wrc));
+	if (o->json != NULL && report_json(o->json, res, 1, false) < 0)
 		rc = -EIO;
-	}
 	r_lost = res->events_lost;
 	usleep(200000); /* let the END packet leave before the port closes */
 	testevd_port_stop(o->port);

@@ -281,9 +281,12 @@ int
 report_json(const char *path, const struct result *r, unsigned int n, bool array)
 {
 	FILE *f = report_json_open(path);
+	int rc;
 
-	if (f == NULL)
-		return -errno;
+	if (f == NULL) {
+		rc = -errno;
+		goto out;
+	}
 	if (array) {
 		fputs("[\n", f);
 		for (unsigned int i = 0; i < n; i++) {
@@ -295,5 +298,9 @@ report_json(const char *path, const struct result *r, unsigned int n, bool array
 		json_one(f, &r[0], "");
 		fputc('\n', f);
 	}
-	return report_json_close(f);
+	rc = report_json_close(f);
+out:
+	if (rc < 0) /* every mode's report: said here, once */
+		fprintf(stderr, "testevd: cannot write %s: %s\n", path, strerror(-rc));
+	return rc;
 }

@@ -597,6 +597,14 @@ evd_policy_env_get(void)
 	return &env;
 }
 
+/* The costs are fixed once in place: a second setter is refused (under env_lock). */
+static int
+env_taken(const char *call)
+{
+	return EVD_ARG_ERR(-EALREADY, "%s: the costs are in place already (%s): call it before the "
+			   "first policy that prices with them", call, env_origin);
+}
+
 int
 evd_policy_env_calibrate(void)
 {
@@ -604,9 +612,7 @@ evd_policy_env_calibrate(void)
 
 	pthread_mutex_lock(&env_lock);
 	if (env_ready) {
-		rc = -EALREADY;
-		EVD_LOG(ERR, "evd_policy_env_calibrate: the costs are in place already (%s): call it "
-			"before the first policy that prices with them", env_origin);
+		rc = env_taken("evd_policy_env_calibrate");
 	} else {
 		calibrate();
 		env_origin = "measured";
@@ -684,9 +690,7 @@ evd_policy_env_set(const struct evd_policy_env *e)
 	}
 	pthread_mutex_lock(&env_lock);
 	if (env_ready) {
-		rc = -EALREADY;
-		EVD_LOG(ERR, "evd_policy_env_set: the costs are in place already (%s): call it "
-			"before the first policy that prices with them", env_origin);
+		rc = env_taken("evd_policy_env_set");
 	} else {
 		env = *e;
 		env_origin = env_given;

@@ -18,8 +18,10 @@
 
 extern int evd__logtype;
 
-#define EVD_LOG(level, fmt, ...) \
-	rte_log(RTE_LOG_##level, evd__logtype, "EVD: " fmt "\n", ##__VA_ARGS__)
+#define EVD_LOG(level, fmt, ...) EVD_LOG_AT(RTE_LOG_##level, fmt, ##__VA_ARGS__)
+/* The same, at a level (RTE_LOG_*) chosen at run time. */
+#define EVD_LOG_AT(level, fmt, ...) \
+	rte_log(level, evd__logtype, "EVD: " fmt "\n", ##__VA_ARGS__)
 
 /* A refused call: one ERR line naming the argument, then rc (an errno). */
 #define EVD_ARG_ERR(rc, fmt, ...) (EVD_LOG(ERR, fmt, ##__VA_ARGS__), (rc))

@@ -295,15 +295,17 @@ evd_loop_add(struct evd_loop *loop, struct evd_source *src)
 		return EVD_ARG_ERR(-EINVAL, "evd_loop_add %s: source %s without poll op or handler",
 				   loop->name, src->name);
 	/* claimed before anything else: two threads adding one source to two
-	 * loops must not both pass (each holds only its own loop) */
+	 * loops must not both pass (each holds only its own loop); set, too,
+	 * before it joins the round's list: a reader of its polls follows it
+	 * to the loop's passes */
 	if (!__atomic_compare_exchange_n(&src->loop, &other, loop, false, __ATOMIC_ACQ_REL,
 					 __ATOMIC_ACQUIRE))
 		return EVD_ARG_ERR(-EINVAL, "evd_loop_add %s: source %s is already on loop %s",
 				   loop->name, src->name, other->name);
 	held = evd__control_enter(loop, "evd_loop_add");
 	if (held < 0) {
-		__atomic_store_n(&src->loop, NULL, __ATOMIC_RELEASE);
-		return held;
+		rc = held;
+		goto unclaim;
 	}
 	if (loop->n_src >= loop->max_src) {
 		rc = EVD_ARG_ERR(-ENOSPC, "evd_loop_add %s: source %s: the loop holds its "
@@ -380,9 +382,6 @@ evd_loop_add(struct evd_loop *loop, struct evd_source *src)
 	src->id = loop->next_src_id++;
 	/* release: such a producer that reads it sees the bell's fields */
 	__atomic_store_n(&src->bell, loop->bell, __ATOMIC_RELEASE);
-	/* before it joins the round's list: a reader of its polls follows
-	 * it to the loop's passes */
-	__atomic_store_n(&src->loop, loop, __ATOMIC_RELEASE);
 	if (src->has_fd && src->ops->arm == NULL) {
 		/* a level fd is watched from the start: epoll says when it is ready */
 		src->armed = EVD_ARM_LEVEL;
@@ -398,9 +397,10 @@ evd_loop_add(struct evd_loop *loop, struct evd_source *src)
 	EVD_LOG(DEBUG, "loop %s: added %s source %s%s", loop->name, src->ops->kind ? src->ops->kind : "",
 		src->name, fd < 0 ? " (poll-only)" : "");
 out:
+	evd__control_leave(loop, held);
+unclaim:
 	if (rc < 0)
 		__atomic_store_n(&src->loop, NULL, __ATOMIC_RELEASE);
-	evd__control_leave(loop, held);
 	return rc;
 }
 
@@ -474,10 +474,10 @@ detach(struct evd_loop *loop, struct evd_source *s)
 			evd__dev_del(loop, s);
 		if (epoll_ctl(loop->epfd, EPOLL_CTL_DEL, s->notify_fd, NULL) < 0) {
 			/* removed from a handler and then closed is right: not warned */
-			rte_log(s->removing ? RTE_LOG_DEBUG : RTE_LOG_WARNING, evd__logtype,
-				"EVD: loop %s: source %s: fd %d was closed while registered "
-				"(EPOLL_CTL_DEL: %s)\n", loop->name, s->name, s->notify_fd,
-				strerror(errno));
+			EVD_LOG_AT(s->removing ? RTE_LOG_DEBUG : RTE_LOG_WARNING,
+				   "loop %s: source %s: fd %d was closed while registered "
+				   "(EPOLL_CTL_DEL: %s)", loop->name, s->name, s->notify_fd,
+				   strerror(errno));
 			s->has_fd = 0; /* out of the rebuilt set */
 			evd__epoll_rebuild(loop);
 		}

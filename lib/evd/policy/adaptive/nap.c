@@ -49,10 +49,10 @@ evd__nap_wake(struct adaptive *a, uint64_t slept, enum evd_wake_reason why)
 	a->nap_late_ns = fmax(0, a->nap_late_ns + (late > a->nap_late_ns ? 99 : -1) * NAP_STEP_NS);
 	evd__nap_length(a);
 	if (a->nap_ns == 0) {
-		rte_log(a->naps_late ? RTE_LOG_DEBUG : RTE_LOG_NOTICE, evd__logtype,
-			"EVD: policy adaptive: naps end %.1f us late (99th percentile): the latency "
-			"p99 target %.1f us leaves no room for them, naps off (tried again at the next "
-			"update)\n", a->nap_late_ns / 1e3, a->target_ns / 1e3);
+		EVD_LOG_AT(a->naps_late ? RTE_LOG_DEBUG : RTE_LOG_NOTICE,
+			   "policy adaptive: naps end %.1f us late (99th percentile): the latency "
+			   "p99 target %.1f us leaves no room for them, naps off (tried again at the "
+			   "next update)", a->nap_late_ns / 1e3, a->target_ns / 1e3);
 		a->naps_late = true;
 	}
 }
