@@ -162,6 +162,19 @@ test_nop(struct evd_source *s, void *b, uint16_t n, void *a)
 	(void)a;
 }
 
+/* An idle gap from @p start to @p now as the loop makes one: its first
+ * empty round decides (adaptive learns only gaps in which a rule was
+ * consulted), then a round finds @p n completions. */
+static inline void
+test_gap(struct evd_policy *p, uint64_t start, uint64_t now, uint32_t n)
+{
+	struct evd_policy_input in = { .now_ns = start, .idle_rounds = 1 };
+	uint64_t arg;
+
+	(void)evd_policy_decide(p, &in, &arg);
+	evd_policy_events(p, now, n);
+}
+
 /* A virtual clock (SPDK style): tests move it by hand. */
 struct vclock {
 	uint64_t now;

@@ -369,7 +369,7 @@ taught(const char *spec, uint64_t g, uint64_t *now)
 	*now = 1000000000ull;
 	for (int i = 0; i < 500; i++) {
 		*now += g;
-		evd_policy_events(p, *now, 1);
+		test_gap(p, *now - g, *now, 1);
 	}
 	return p;
 }
@@ -386,6 +386,51 @@ sleep_after(const char *spec, uint64_t g)
 	t = first_sleep(p, now, 10000000);
 	evd_policy_destroy(p);
 	return t;
+}
+
+/* The rounds of a busy streak (no empty round between them) consult no
+ * rule, whatever their gaps: they teach nothing. Idle gaps of 5 ms, each
+ * followed by 20 busy rounds 300 ns apart: adaptive still sleeps at once
+ * (had the 10,000 short gaps been learned, it would spin). */
+static void
+test_adaptive_busy_rounds(void)
+{
+	struct evd_policy *p;
+	uint64_t now = 1000000000ull;
+
+	CHECK_EQ(evd_policy_create("adaptive", &p), 0);
+	for (int i = 0; i < 500; i++) {
+		test_gap(p, now, now + 5000000, 1);
+		now += 5000000;
+		for (int k = 0; k < 20; k++) {
+			now += 300;
+			evd_policy_events(p, now, 32);
+		}
+	}
+	CHECK_EQ(first_sleep(p, now, 10000000), 0);
+	evd_policy_destroy(p);
+}
+
+/* The first empty round of a gap may be evd_loop_poll()'s, which asks the
+ * policy nothing: a gap decided first at its second empty round is a
+ * sample all the same. Gaps of 5 ms taught so: adaptive sleeps at once. */
+static void
+test_adaptive_gap_decided_late(void)
+{
+	struct evd_policy *p;
+	uint64_t now = 1000000000ull, arg;
+
+	CHECK_EQ(evd_policy_create("adaptive", &p), 0);
+	for (int i = 0; i < 500; i++) {
+		struct evd_policy_input in = { .now_ns = now + 200, .idle_ns = 200,
+					       .idle_rounds = 2 };
+
+		(void)evd_policy_decide(p, &in, &arg);
+		now += 5000000;
+		evd_policy_events(p, now, 1);
+	}
+	CHECK_EQ(first_sleep(p, now, 10000000), 0);
+	evd_policy_destroy(p);
 }
 
 /* adaptive learns: with gaps far shorter than the price of a sleep it keeps
@@ -934,12 +979,14 @@ auto_guard_after(const char *spec, uint64_t idle_past, uint64_t *bound)
 
 	CHECK_EQ(evd_policy_create(spec, &p), 0);
 	for (int i = 0; i < 3000; i++) {
+		uint64_t start = now;
+
 		/* geometric in steps of 10 us, 1 in 1000 each: about
 		 * exponential, mean 10 ms */
 		do
 			now += 10000;
 		while (test_xorshift(&rnd) % 1000 != 0);
-		evd_policy_events(p, now, 1);
+		test_gap(p, start, now, 1);
 	}
 	first = first_sleep_arg(p, now, 100000, bound);
 	CHECK(first != UINT64_MAX);
@@ -2115,6 +2162,8 @@ main(int argc, char **argv)
 	TEST(test_loop_decisions);
 	TEST(test_loop_virtual_wait);
 	TEST(test_adaptive_learns);
+	TEST(test_adaptive_busy_rounds);
+	TEST(test_adaptive_gap_decided_late);
 	TEST(test_adaptive_wake_latency);
 	TEST(test_adaptive_young);
 	TEST(test_adaptive_per_source_contexts);

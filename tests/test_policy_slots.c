@@ -38,9 +38,14 @@ source_weight(const struct evd_policy *p, uint32_t id, double *w)
 	return -ENOENT;
 }
 
+/* A round at @p now that ends an idle gap, serving @p ids. */
 static void
 round_of(struct evd_policy *p, uint64_t now, const uint32_t *ids, int n)
 {
+	struct evd_policy_input in = { .now_ns = now - 1, .idle_rounds = 1 };
+	uint64_t arg;
+
+	(void)evd_policy_decide(p, &in, &arg);
 	for (int i = 0; i < n; i++)
 		evd_policy_source_events(p, now, ids[i], 1);
 	evd_policy_events(p, now, (uint32_t)n);

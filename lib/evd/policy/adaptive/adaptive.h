@@ -99,6 +99,7 @@ struct adaptive {
 	uint64_t completions;         /* over the samples: a p99 is of completions, not gaps */
 	uint64_t pace_end;            /* pacing's epoch ends (pace.c; 0: none under way) */
 	uint64_t last_event_ns;
+	bool busy;                    /* no decision since it: the gap under way is no sample */
 	int ctx;                      /* the context of the gap under way */
 	uint64_t threshold_ns;        /* for the gap under way */
 	/* per context, and all together (a young context's), the rule for a gap

@@ -31,6 +31,7 @@ evd__adaptive_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
 	struct adaptive *a = st;
 	const struct rule *r;
 
+	a->busy = false; /* (at any empty round: the first may have been evd_loop_poll()'s) */
 	if (in->idle_rounds == 1) { /* the first empty round of a gap: an idle gap */
 		if (a->idle_left != 0 && --a->idle_left == 0)
 			a->next_check = 0;

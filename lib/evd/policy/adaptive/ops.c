@@ -132,13 +132,20 @@ adaptive_events(void *st, uint64_t now, uint32_t n)
 	a->completions += n;
 	a->last_event_ns = now;
 	if (likely(now >= last)) { /* UINT64_MAX before the first */
-		uint64_t g = seen_gap(a, now, last);
+		uint64_t g = now - last;
 
-		a->last_gap_ns = g;
-		a->w[a->ctx][gap_bin(g)] += 1.0;
-		a->samples++;
+		/* a gap with no empty round ran no rule: it costs its length
+		 * whatever the threshold, so it is no sample (a saturated loop
+		 * makes millions); it still sets the next one's context */
+		if (!a->busy) {
+			g = seen_gap(a, now, last);
+			a->last_gap_ns = g;
+			a->w[a->ctx][gap_bin(g)] += 1.0;
+			a->samples++;
+		}
 		a->ctx = gap_context(g) + (int)a->slot_ctx;
 	}
+	a->busy = true;
 	/* the rare parts (an epoch's end, young thresholds, learning) out of
 	 * line, and as a tail call, so that the common path saves no registers
 	 * (its cost: doc/guides/policies.md, "Adaptive's state"); the gap's
