@@ -710,6 +710,9 @@ struct every {
 	/* on_source_events: calls, and the completions told per source id */
 	uint64_t src_calls;
 	uint64_t src_n[4];
+	/* on_events: calls, the completions told, the last call's time; and
+	 * the calls by the last wake */
+	uint64_t ev_calls, ev_n, ev_ns, ev_at_wake;
 };
 
 static struct every *last_every;
@@ -757,6 +760,7 @@ every_wake(void *st, uint64_t now, uint64_t slept, enum evd_wake_reason why)
 	(void)slept;
 	(void)why;
 	((struct every *)st)->wakes++;
+	((struct every *)st)->ev_at_wake = ((struct every *)st)->ev_calls;
 }
 
 static void
@@ -770,12 +774,23 @@ every_source_events(void *st, uint64_t now, uint32_t id, uint32_t n)
 		e->src_n[id] += n;
 }
 
+static void
+every_events(void *st, uint64_t now, uint32_t n)
+{
+	struct every *e = st;
+
+	e->ev_calls++;
+	e->ev_n += n;
+	e->ev_ns = now;
+}
+
 static const struct evd_policy_ops every_ops = {
 	.name = "every",
 	.create = every_create,
 	.destroy = every_destroy,
 	.decide = every_decide,
 	.on_wake = every_wake,
+	.on_events = every_events,
 	.on_source_events = every_source_events,
 };
 
@@ -837,6 +852,75 @@ test_user_policy(void)
 	CHECK_EQ(evd_loop_destroy(loop), 0);
 	conf.policy = "every:k=0";
 	CHECK_EQ(evd_loop_create(&conf, &loop), -EINVAL);
+}
+
+/* A busy streak (rounds with no empty one between them) is told to the
+ * policy in two calls whatever its length: its first round, then at the
+ * first empty round the others' sum at the last one's time (a saturated
+ * loop makes no call a round). Runs after test_user_policy registered
+ * "every". */
+static void
+test_busy_streak_told(void)
+{
+	struct vclock vc = { .now = 1000000 };
+	struct evd_clock clk = { .now_ns = vclock_now, .arg = &vc };
+	struct evd_loop_conf conf = { .policy = "every:k=1000", .clock = &clk };
+	struct evd_event ev[32] = { 0 };
+	struct evd_source *ring;
+	struct evd_loop *loop;
+
+	CHECK_EQ(evd_loop_create(&conf, &loop), 0);
+	CHECK_EQ(evd_ring_create("streak", 64, test_nop, NULL, &ring), 0);
+	CHECK_EQ(evd_loop_add(loop, ring), 0);
+	for (int i = 0; i < 10; i++) {
+		vclock_advance(&vc, 1000);
+		CHECK_EQ(evd_ring_post_burst(ring, ev, 32), 32);
+		CHECK_EQ(evd_loop_step(loop), 32);
+	}
+	CHECK_EQ(last_every->ev_calls, 1);
+	CHECK_EQ(last_every->ev_n, 32);
+	CHECK_EQ(last_every->ev_ns, 1001000);
+	vclock_advance(&vc, 1000);
+	CHECK_EQ(evd_loop_step(loop), 0);
+	CHECK_EQ(last_every->ev_calls, 2);
+	CHECK_EQ(last_every->ev_n, 320);
+	CHECK_EQ(last_every->ev_ns, 1010000);
+	CHECK_EQ(last_every->decided, 1);
+	/* the next round that finds work begins a streak: told at once */
+	vclock_advance(&vc, 1000);
+	CHECK_EQ(evd_ring_post_burst(ring, ev, 5), 5);
+	CHECK_EQ(evd_loop_step(loop), 5);
+	CHECK_EQ(last_every->ev_calls, 3);
+	CHECK_EQ(last_every->ev_ns, 1012000);
+	/* an arm (evd_loop_arm) ends a streak: told before the re-poll's
+	 * completions and its wake */
+	vclock_advance(&vc, 1000);
+	CHECK_EQ(evd_ring_post_burst(ring, ev, 32), 32);
+	CHECK_EQ(evd_loop_step(loop), 32);
+	CHECK_EQ(evd_ring_post_burst(ring, ev, 7), 7);
+	{
+		uint64_t timeout;
+
+		CHECK_EQ(evd_loop_arm(loop, &timeout), 7);
+	}
+	CHECK_EQ(last_every->ev_calls, 5);
+	CHECK_EQ(last_every->ev_at_wake, 5);
+	CHECK_EQ(last_every->ev_n, 320 + 5 + 32 + 7);
+	/* so does a stop: the next run's first round begins a streak */
+	vclock_advance(&vc, 1000);
+	CHECK_EQ(evd_ring_post_burst(ring, ev, 32), 32);
+	CHECK_EQ(evd_loop_step(loop), 32);
+	CHECK_EQ(evd_loop_stop(loop), 0);
+	CHECK_EQ(evd_loop_step(loop), -ESHUTDOWN);
+	CHECK_EQ(last_every->ev_calls, 6);
+	CHECK_EQ(evd_loop_resume(loop), 0);
+	CHECK_EQ(evd_ring_post_burst(ring, ev, 3), 3);
+	CHECK_EQ(evd_loop_step(loop), 3);
+	CHECK_EQ(last_every->ev_calls, 7);
+	CHECK_EQ(last_every->ev_n, 320 + 5 + 32 + 7 + 32 + 3);
+	CHECK_EQ(evd_loop_remove(loop, ring), 0);
+	CHECK_EQ(evd_source_destroy(ring), 0);
+	CHECK_EQ(evd_loop_destroy(loop), 0);
 }
 
 /* Per source: completions come from two sources in a random order; after
@@ -1040,19 +1124,15 @@ bound_after(struct evd_policy *p, uint64_t now)
 	return arg;
 }
 
-/* A completion of source id after gap; with @p decide, the gap's first
- * empty round before it (an idle gap, as the loop counts them). */
+/* A completion of source id after an idle gap (its first empty round
+ * decides, as in the loop). */
 static void
-src_after(struct evd_policy *p, uint64_t *now, uint64_t gap, uint32_t id, bool decide)
+src_after(struct evd_policy *p, uint64_t *now, uint64_t gap, uint32_t id)
 {
+	struct evd_policy_input in = { .now_ns = *now + 100, .idle_ns = 100, .idle_rounds = 1 };
 	uint64_t arg;
 
-	if (decide) {
-		struct evd_policy_input in = { .now_ns = *now + 100, .idle_ns = 100,
-					       .idle_rounds = 1 };
-
-		CHECK(evd_policy_decide(p, &in, &arg) >= 0);
-	}
+	CHECK(evd_policy_decide(p, &in, &arg) >= 0);
 	*now += gap;
 	evd_policy_source_events(p, *now, id, 1);
 	evd_policy_events(p, *now, 1);
@@ -1085,19 +1165,19 @@ test_adaptive_guard_evicted(void)
 				gap += 10000;
 			while (test_xorshift(&rnd) % 1000 != 0);
 		prev = (uint32_t)(i % 8) + 1;
-		src_after(p, &now, gap, prev, true);
+		src_after(p, &now, gap, prev);
 	}
 	/* source 1 (after a 10 ms gap): its own context, which never bounds */
-	src_after(p, &now, 10000000, 1, false);
+	src_after(p, &now, 10000000, 1);
 	own = bound_after(p, now);
-	src_after(p, &now, 1000000000ull, 2, false);
+	src_after(p, &now, 1000000000ull, 2);
 	for (uint32_t s = 3; s <= 7; s++)
-		src_after(p, &now, 10000000, s, false);
+		src_after(p, &now, 10000000, s);
 	/* source 8 after a 1 us gap: a context with no gaps of its own */
-	src_after(p, &now, 1000, 8, false);
+	src_after(p, &now, 1000, 8);
 	young = bound_after(p, now);
 	/* source 9: the least recent slot is source 1's */
-	src_after(p, &now, 10000000, 9, false);
+	src_after(p, &now, 10000000, 9);
 	evicted = bound_after(p, now);
 	printf("  sleep bound: source 1's own context %" PRIu64 " ns, a young context %" PRIu64
 	       " ns, source 9 in source 1's slot %" PRIu64 " ns\n", own, young, evicted);
@@ -2176,6 +2256,7 @@ main(int argc, char **argv)
 	TEST(test_calibration);
 	TEST(test_env_timer_late);
 	TEST(test_user_policy);
+	TEST(test_busy_streak_told);
 	TEST(test_adaptive_shared_tables);
 	TEST(test_adaptive_state_bytes);
 	return 0;

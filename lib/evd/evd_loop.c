@@ -311,12 +311,37 @@ sleep_bound(struct evd_loop *loop, uint64_t policy_ns, bool all_armed, uint64_t 
 	return RTE_MIN(t, timer_room(loop, now));
 }
 
+/* A busy streak ends (an empty round, an arm, a stop): the policy is told
+ * its later rounds' completions, their sum at the last one's time. */
+static void
+streak_end(struct evd_loop *loop)
+{
+	uint32_t n = loop->untold;
+
+	loop->streak = false;
+	loop->untold = 0;
+	if (n != 0 && loop->policy.ops->on_events != NULL)
+		loop->policy.ops->on_events(loop->policy.state, loop->last_event_ns, n);
+}
+
 static void
 note_events(struct evd_loop *loop, uint64_t now, uint32_t n)
 {
 	EVD_STAT_ADD(loop->stats.events, n);
 	loop->last_event_ns = now;
 	loop->last_burst = n;
+	/* a round straight after a busy one is told with the streak's end:
+	 * a saturated loop of one source calls no policy a round (its cost on
+	 * the saturated ring: doc/guides/policies.md, "Adaptive's state") */
+	if (loop->streak) {
+		loop->untold += n;
+		if (unlikely(loop->untold >= 1u << 31)) {
+			streak_end(loop);
+			loop->streak = true;
+		}
+		return;
+	}
+	loop->streak = true;
 	loop->idle_rounds = 0;
 	if (loop->policy.ops->on_events != NULL)
 		loop->policy.ops->on_events(loop->policy.state, now, n);
@@ -427,6 +452,8 @@ arm_and_repoll(struct evd_loop *loop, uint64_t now, bool *all_armed)
 	uint32_t n, n_fresh = 0, added = loop->next_src_id; /* ids count the adds */
 	uint64_t errors;
 
+	if (unlikely(loop->streak)) /* evd_loop_arm() after busy rounds: told first */
+		streak_end(loop);
 	set_mode(loop, EVD_MODE_SLEEP, now);
 	cpu_sample_wait(loop);
 	*all_armed = true;
@@ -587,8 +614,11 @@ round_poll(struct evd_loop *loop, uint64_t *now, bool *polled)
 	uint32_t n;
 
 	*polled = false;
-	if (unlikely(__atomic_load_n(&loop->stop, __ATOMIC_ACQUIRE)))
+	if (unlikely(__atomic_load_n(&loop->stop, __ATOMIC_ACQUIRE))) {
+		if (loop->streak) /* told now: the next run's rounds begin a streak */
+			streak_end(loop);
 		return -ESHUTDOWN;
+	}
 	if (unlikely(__atomic_load_n(&loop->calls, __ATOMIC_RELAXED) != NULL))
 		evd__run_calls(loop);
 	if (unlikely(loop->armed_outside))
@@ -618,6 +648,8 @@ round_poll(struct evd_loop *loop, uint64_t *now, bool *polled)
 	}
 	EVD_STAT_ADD(loop->stats.empty_polls, 1);
 	loop->idle_rounds++;
+	if (loop->streak)
+		streak_end(loop);
 	if (loop->on_idle != NULL) { /* before a sleep can happen: flush batches */
 		loop->on_idle(loop, loop->on_idle_arg);
 		*now = evd__now(loop); /* the flush's time is the round's, not the sleep's */

@@ -251,7 +251,13 @@ struct evd_policy_ops {
 	void (*destroy)(void *state);
 	/** Decide after an empty round; set *arg_ns for PAUSE, SLEEP and NAP. */
 	enum evd_action (*decide)(void *state, const struct evd_policy_input *in, uint64_t *arg_ns);
-	/** A round found @p n completions. */
+	/**
+	 * A round found @p n completions. The rounds of a busy streak after its
+	 * first (no empty round between them) are told at once, at its end (the
+	 * first empty round, arm or stop after it; in parts past 2^31): @p n
+	 * their sum, @p now_ns the last one's time. on_source_events, where
+	 * called, is told each round as it comes.
+	 */
 	void (*on_events)(void *state, uint64_t now_ns, uint32_t n);
 	/**
 	 * A sleep (or its re-poll) or a nap ended, after @p slept_ns (a nap that
@@ -270,8 +276,9 @@ struct evd_policy_ops {
 	/**
 	 * Optional: a round found @p n completions on the source @p source_id
 	 * (an id the loop gives each source it adds, never reused). Called
-	 * only in loops of more than one source, before on_events; lets a
-	 * policy learn per source (adaptive: each source's gaps apart).
+	 * only in loops of more than one source, before the on_events that
+	 * tells its round; lets a policy learn per source (adaptive: each
+	 * source's gaps apart).
 	 */
 	void (*on_source_events)(void *state, uint64_t now_ns, uint32_t source_id, uint32_t n);
 };

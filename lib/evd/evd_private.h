@@ -248,6 +248,8 @@ struct evd_loop {
 	uint64_t last_event_ns;
 	uint64_t idle_rounds;
 	uint32_t last_burst;
+	bool streak;             /* the last round found work */
+	uint32_t untold;         /* completions of the streak's later rounds, not yet told */
 
 	/* time accounting */
 	uint64_t mode_mark_ns;

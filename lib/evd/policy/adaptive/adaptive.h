@@ -162,7 +162,8 @@ gap_context(uint64_t g)
 }
 
 /* A gap's bin by its top bit m, in two loads and no branch, since this
- * runs at every round that finds work (its cost: doc/guides/policies.md,
+ * runs at every busy streak, and a round per source in a loop of
+ * several (sources.c; its cost: doc/guides/policies.md,
  * "Adaptive's state"): bin_base is the octave's first bin, bin_split the
  * least gap of its second, ceil(2^(m + 1/2)), where bin_at() splits it;
  * under 256 ns the split is never reached, from 2^32 ns it always is

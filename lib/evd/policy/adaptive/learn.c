@@ -109,8 +109,8 @@ evd__adaptive_update(struct adaptive *a)
 
 	if (a->gap_scored) {
 		/* A gap evd__superpose_choose saw begin has ended (last_gap_ns):
-		 * charge both rules here, not in adaptive_events, which a
-		 * saturated loop runs at every round. */
+		 * charge both rules here, not in adaptive_events, which runs
+		 * at every streak of busy rounds. */
 		double g = (double)a->last_gap_ns, *cost = a->rule_cost[a->gap_slot];
 
 		cost[0] += evd__model_cost_at(a, g, (double)a->gap_t[0], false);

@@ -122,7 +122,8 @@ adaptive_rare(struct adaptive *a, uint64_t now)
 		evd__adaptive_update(a);
 }
 
-/* A round found completions: the idle gap before it is one sample. */
+/* A round found completions (or a busy streak's later rounds did): the
+ * idle gap before it is one sample. */
 static void
 adaptive_events(void *st, uint64_t now, uint32_t n)
 {
@@ -132,11 +133,12 @@ adaptive_events(void *st, uint64_t now, uint32_t n)
 	a->completions += n;
 	a->last_event_ns = now;
 	if (likely(now >= last)) { /* UINT64_MAX before the first */
-		uint64_t g = now - last;
+		uint64_t g = 0;
 
 		/* a gap with no empty round ran no rule: it costs its length
 		 * whatever the threshold, so it is no sample (a saturated loop
-		 * makes millions); it still sets the next one's context */
+		 * makes millions); the next gap's context is the shortest (the
+		 * loop may tell a busy streak's rounds at once: evd_policy.h) */
 		if (!a->busy) {
 			g = seen_gap(a, now, last);
 			a->last_gap_ns = g;
