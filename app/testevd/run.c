@@ -309,17 +309,23 @@ run_pattern(const struct opts *o, const char *policy, struct result *res)
 	r->o = o;
 	r->pat = pattern_find(o->pattern);
 	testevd_tsc_hz(); /* before anything is timed: the first call measures */
-	rc = evd_loop_create(&conf, &r->loop);
+	rc = r->kind->prepare != NULL ? r->kind->prepare(r) : 0;
 	if (rc < 0)
 		goto out;
-	if (o->timeline != NULL) {
-		rc = evd_loop_trace_enable(r->loop, 1u << 16);
-		if (rc < 0)
-			goto out_loop;
+	rc = evd_loop_create(&conf, &r->loop);
+	if (rc < 0) {
+		if (r->kind->prepare != NULL)
+			r->kind->close(r, res); /* (r->loop NULL: nothing to remove) */
+		goto out;
 	}
 	rc = r->kind->open(r);
 	if (rc < 0)
 		goto out_loop;
+	if (o->timeline != NULL) {
+		rc = evd_loop_trace_enable(r->loop, 1u << 16);
+		if (rc < 0)
+			goto out_close;
+	}
 
 	pthread_attr_init(&attr);
 	place_off_loop_cpu(&attr);

@@ -24,7 +24,13 @@ struct run;
 /* A kind of source the pattern is replayed through, one file each. */
 struct source_kind {
 	const char *name;
-	/* Create the sources, add them to r->loop. */
+	/* Optional: create the sources before r->loop exists, so that where
+	 * the heap puts them does not move with the policy's state (the
+	 * saturated ring's rate does: bench/results/scale.md). If the loop
+	 * cannot be made, close() undoes it, r->loop NULL. */
+	int (*prepare)(struct run *r);
+	/* Create the sources (those prepare did not), add them to r->loop; on
+	 * a failure, undo both. */
 	int (*open)(struct run *r);
 	/* Producer thread: post n events stamped with the TSC; never drop
 	 * (wait and retry when the source is full). NULL: a remote sender

@@ -35,12 +35,14 @@ consume(struct evd_source *src, void *burst, uint16_t n, void *arg)
 		run_delivered(arg, ev[i].stamp, now);
 }
 
+/* loop NULL: the rings are in none */
 static void
-rings_close(struct run *r, struct rings *rs)
+rings_close(struct evd_loop *loop, struct rings *rs)
 {
 	for (uint32_t k = 0; k < rs->n; k++)
 		if (rs->ring[k] != NULL) {
-			evd_loop_remove(r->loop, rs->ring[k]);
+			if (loop != NULL)
+				evd_loop_remove(loop, rs->ring[k]);
 			/* what the drain left is already counted lost (sent - delivered) */
 			evd_ring_discard(rs->ring[k]);
 			evd_source_destroy(rs->ring[k]);
@@ -49,7 +51,7 @@ rings_close(struct run *r, struct rings *rs)
 }
 
 static int
-ring_open(struct run *r)
+ring_prepare(struct run *r)
 {
 	struct rings *rs = calloc(1, sizeof(*rs));
 	int rc;
@@ -74,19 +76,31 @@ ring_open(struct run *r)
 		else
 			snprintf(name, sizeof(name), "events-%" PRIu32, rs->id[k]);
 		rc = evd_ring_create(name, RING_SIZE, consume, r, &rs->ring[k]);
-		if (rc == 0) {
-			rc = evd_loop_add(r->loop, rs->ring[k]);
-			if (rc < 0) {
-				evd_source_destroy(rs->ring[k]);
-				rs->ring[k] = NULL;
-			}
-		}
 	}
 	if (rc < 0) {
-		rings_close(r, rs);
+		rings_close(NULL, rs);
 		return rc;
 	}
 	r->priv = rs;
+	return 0;
+}
+
+static int
+ring_open(struct run *r)
+{
+	struct rings *rs = r->priv;
+
+	for (uint32_t k = 0; k < rs->n; k++) {
+		int rc = evd_loop_add(r->loop, rs->ring[k]);
+
+		if (rc < 0) {
+			for (uint32_t j = 0; j < k; j++)
+				evd_loop_remove(r->loop, rs->ring[j]);
+			rings_close(NULL, rs);
+			r->priv = NULL;
+			return rc;
+		}
+	}
 	return 0;
 }
 
@@ -126,12 +140,13 @@ ring_close(struct run *r, struct result *res)
 			res->ring_full += ss.full;
 			res->ring_events[k] = ss.events;
 		}
-	rings_close(r, rs);
+	rings_close(r->loop, rs);
 	r->priv = NULL;
 }
 
 const struct source_kind source_ring = {
 	.name = "ring",
+	.prepare = ring_prepare,
 	.open = ring_open,
 	.post = ring_post,
 	.close = ring_close,
