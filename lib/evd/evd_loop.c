@@ -312,16 +312,21 @@ sleep_bound(struct evd_loop *loop, uint64_t policy_ns, bool all_armed, uint64_t 
 }
 
 /* A busy streak ends (an empty round, an arm, a stop): the policy is told
- * its later rounds' completions, their sum at the last one's time. */
+ * its later rounds' completions, their sum at the last one's time (in
+ * parts of 2^31: on_events takes 32 bits); nothing if there was none. */
 static void
 streak_end(struct evd_loop *loop)
 {
-	uint32_t n = loop->untold;
+	uint64_t n = loop->untold;
 
 	loop->streak = false;
 	loop->untold = 0;
-	if (n != 0 && loop->policy.ops->on_events != NULL)
-		loop->policy.ops->on_events(loop->policy.state, loop->last_event_ns, n);
+	if (loop->policy.ops->on_events == NULL)
+		return;
+	for (uint32_t part; n > 0; n -= part) {
+		part = (uint32_t)RTE_MIN(n, UINT64_C(1) << 31);
+		loop->policy.ops->on_events(loop->policy.state, loop->last_event_ns, part);
+	}
 }
 
 static void
@@ -335,10 +340,6 @@ note_events(struct evd_loop *loop, uint64_t now, uint32_t n)
 	 * the saturated ring: doc/guides/policies.md, "Adaptive's state") */
 	if (loop->streak) {
 		loop->untold += n;
-		if (unlikely(loop->untold >= 1u << 31)) {
-			streak_end(loop);
-			loop->streak = true;
-		}
 		return;
 	}
 	loop->streak = true;
@@ -452,8 +453,7 @@ arm_and_repoll(struct evd_loop *loop, uint64_t now, bool *all_armed)
 	uint32_t n, n_fresh = 0, added = loop->next_src_id; /* ids count the adds */
 	uint64_t errors;
 
-	if (unlikely(loop->streak)) /* evd_loop_arm() after busy rounds: told first */
-		streak_end(loop);
+	streak_end(loop); /* evd_loop_arm() after busy rounds: told first */
 	set_mode(loop, EVD_MODE_SLEEP, now);
 	cpu_sample_wait(loop);
 	*all_armed = true;
@@ -615,8 +615,7 @@ round_poll(struct evd_loop *loop, uint64_t *now, bool *polled)
 
 	*polled = false;
 	if (unlikely(__atomic_load_n(&loop->stop, __ATOMIC_ACQUIRE))) {
-		if (loop->streak) /* told now: the next run's rounds begin a streak */
-			streak_end(loop);
+		streak_end(loop); /* told now: the next run's rounds begin a streak */
 		return -ESHUTDOWN;
 	}
 	if (unlikely(__atomic_load_n(&loop->calls, __ATOMIC_RELAXED) != NULL))

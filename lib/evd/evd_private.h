@@ -249,7 +249,7 @@ struct evd_loop {
 	uint64_t idle_rounds;
 	uint32_t last_burst;
 	bool streak;             /* the last round found work */
-	uint32_t untold;         /* completions of the streak's later rounds, not yet told */
+	uint64_t untold;         /* completions of the streak's later rounds, not yet told */
 
 	/* time accounting */
 	uint64_t mode_mark_ns;
