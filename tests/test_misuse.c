@@ -581,6 +581,34 @@ test_refusals_logged(void)
 	evd_source_ring_bell(NULL); /* async-signal-safe: ignored, not a crash */
 }
 
+static int
+poll_none(struct evd_source *src, uint16_t budget)
+{
+	(void)src;
+	(void)budget;
+	return 0;
+}
+
+/* evd_source_init on a source still on a loop is refused and leaves it
+ * whole (it zeroed a source the loop still held). */
+static void
+test_init_on_loop(void)
+{
+	static const struct evd_source_ops ops = { .kind = "mine", .poll = poll_none };
+	struct evd_loop *l;
+	struct evd_source *r;
+
+	CHECK_EQ(evd_loop_create(NULL, &l), 0);
+	CHECK_EQ(evd_ring_create("live", 64, count, NULL, &r), 0);
+	CHECK_EQ(evd_loop_add(l, r), 0);
+	CHECK_LOGGED(evd_source_init(r, &ops, "again", count, NULL), -EBUSY, "EVD: ",
+		     "still on a loop");
+	CHECK(strcmp(evd_source_name(r), "live") == 0);
+	CHECK_EQ(evd_loop_remove(l, r), 0);
+	CHECK_EQ(evd_source_destroy(r), 0);
+	CHECK_EQ(evd_loop_destroy(l), 0);
+}
+
 /* test_misuse [NAME]: all, or the one test NAME (without test_) */
 int
 main(int argc, char **argv)
@@ -598,5 +626,6 @@ main(int argc, char **argv)
 	TEST_NAMED(test_timer_remove_after_sleep);
 	TEST_NAMED(test_refusals_logged);
 	TEST_NAMED(test_reconnect_from_handler);
+	TEST_NAMED(test_init_on_loop);
 	return 0;
 }

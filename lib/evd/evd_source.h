@@ -141,14 +141,17 @@ struct evd_source {
 
 /**
  * Initialise the common part of a driver's source. Any thread; @p src must
- * not be on a loop.
- * @param src      The driver's object's common part (zeroed here).
+ * not be on a loop (-EBUSY).
+ * @param src      The driver's object's common part (zeroed here; its magic and
+ *                 loop fields are read first, so valgrind's memcheck reports
+ *                 memory fresh from malloc(): calloc() it).
  * @param ops      Its operations, which outlive it (a static const table).
  * @param name     For logs, stats and telemetry (NULL: the ops' kind).
  * @param handler  Called with each burst of completions (loop thread).
  * @param arg      The handler's last argument.
  * @return 0; -EINVAL (logged) if @p src, @p ops, its poll op or @p handler is
- *   NULL, or @p name has EVD_NAME_MAX characters or more.
+ *   NULL, or @p name has EVD_NAME_MAX characters or more; -EBUSY (logged) if
+ *   @p src is a live source on a loop (it is left as it was).
  */
 int evd_source_init(struct evd_source *src, const struct evd_source_ops *ops, const char *name,
 		    evd_handler_t handler, void *arg);
