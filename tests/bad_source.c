@@ -4,14 +4,7 @@
 #include <unistd.h>
 
 #include "bad_source.h"
-
-static int
-bad_poll(struct evd_source *s, uint16_t n)
-{
-	(void)s;
-	(void)n;
-	return 0;
-}
+#include "evd_test.h"
 
 static int
 bad_fd(const struct evd_source *s)
@@ -37,7 +30,7 @@ bad_arm(struct evd_source *s)
 	return -EIO;
 }
 
-const struct evd_source_ops bad_ack_ops = { .kind = "bad", .poll = bad_poll, .fd = bad_fd,
+const struct evd_source_ops bad_ack_ops = { .kind = "bad", .poll = test_poll_none, .fd = bad_fd,
 					    .ack = bad_ack };
-const struct evd_source_ops bad_arm_ops = { .kind = "bad", .poll = bad_poll, .fd = bad_fd,
+const struct evd_source_ops bad_arm_ops = { .kind = "bad", .poll = test_poll_none, .fd = bad_fd,
 					    .arm = bad_arm };

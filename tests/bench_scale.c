@@ -560,21 +560,13 @@ struct add_run {
 	double create_1k, create_end;
 };
 
-static int
-bare_poll(struct evd_source *s, uint16_t budget)
-{
-	(void)s;
-	(void)budget;
-	return 0;
-}
-
 static void
 bare_close(struct evd_source *s)
 {
 	free(s);
 }
 
-static const struct evd_source_ops bare_ops = { .kind = "bare", .poll = bare_poll,
+static const struct evd_source_ops bare_ops = { .kind = "bare", .poll = test_poll_none,
 						.close = bare_close };
 
 static int

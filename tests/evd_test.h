@@ -162,16 +162,30 @@ test_nop(struct evd_source *s, void *b, uint16_t n, void *a)
 	(void)a;
 }
 
-/* An idle gap from @p start to @p now as the loop makes one: its first
- * empty round decides (adaptive learns only gaps in which a rule was
- * consulted), then a round finds @p n completions. */
-static inline void
-test_gap(struct evd_policy *p, uint64_t start, uint64_t now, uint32_t n)
+/* A poll op that finds nothing. */
+static inline int
+test_poll_none(struct evd_source *s, uint16_t budget)
 {
-	struct evd_policy_input in = { .now_ns = start, .idle_rounds = 1 };
+	(void)s;
+	(void)budget;
+	return 0;
+}
+
+/* An idle gap from @p start (the last completion) to @p now as the loop
+ * makes one: its first empty round, 100 ns in, decides (adaptive learns
+ * only gaps in which a rule was consulted); then a round finds @p n
+ * completions, after one each from the @p n_ids sources @p ids (a loop of
+ * several; none: a loop of one). */
+static inline void
+test_gap(struct evd_policy *p, uint64_t start, uint64_t now, const uint32_t *ids, int n_ids,
+	 uint32_t n)
+{
+	struct evd_policy_input in = { .now_ns = start + 100, .idle_ns = 100, .idle_rounds = 1 };
 	uint64_t arg;
 
-	(void)evd_policy_decide(p, &in, &arg);
+	CHECK(evd_policy_decide(p, &in, &arg) >= 0);
+	for (int i = 0; i < n_ids; i++)
+		evd_policy_source_events(p, now, ids[i], 1);
 	evd_policy_events(p, now, n);
 }
 

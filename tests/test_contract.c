@@ -446,14 +446,6 @@ test_destroy_ring_with_events(void)
 
 static int closes;
 
-static int
-poll_nothing(struct evd_source *s, uint16_t budget)
-{
-	(void)s;
-	(void)budget;
-	return 0;
-}
-
 static void
 count_close(struct evd_source *s)
 {
@@ -463,7 +455,7 @@ count_close(struct evd_source *s)
 
 static const struct evd_source_ops twice_ops = {
 	.kind = "twice",
-	.poll = poll_nothing,
+	.poll = test_poll_none,
 	.close = count_close,
 };
 

@@ -357,14 +357,6 @@ test_env_points_as_doubles(void)
 static int adders_inside; /* atomic */
 
 static int
-rendezvous_poll(struct evd_source *s, uint16_t budget)
-{
-	(void)s;
-	(void)budget;
-	return 0;
-}
-
-static int
 rendezvous_fd(const struct evd_source *s)
 {
 	uint64_t end = test_now_ns() + 1000000000ull;
@@ -377,7 +369,7 @@ rendezvous_fd(const struct evd_source *s)
 }
 
 static const struct evd_source_ops rendezvous_ops = {
-	.kind = "rendezvous", .poll = rendezvous_poll, .fd = rendezvous_fd
+	.kind = "rendezvous", .poll = test_poll_none, .fd = rendezvous_fd
 };
 
 struct adder {
@@ -581,20 +573,12 @@ test_refusals_logged(void)
 	evd_source_ring_bell(NULL); /* async-signal-safe: ignored, not a crash */
 }
 
-static int
-poll_none(struct evd_source *src, uint16_t budget)
-{
-	(void)src;
-	(void)budget;
-	return 0;
-}
-
 /* evd_source_init on a source still on a loop is refused and leaves it
  * whole (it zeroed a source the loop still held). */
 static void
 test_init_on_loop(void)
 {
-	static const struct evd_source_ops ops = { .kind = "mine", .poll = poll_none };
+	static const struct evd_source_ops ops = { .kind = "mine", .poll = test_poll_none };
 	struct evd_loop *l;
 	struct evd_source *r;
 

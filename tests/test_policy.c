@@ -369,7 +369,7 @@ taught(const char *spec, uint64_t g, uint64_t *now)
 	*now = 1000000000ull;
 	for (int i = 0; i < 500; i++) {
 		*now += g;
-		test_gap(p, *now - g, *now, 1);
+		test_gap(p, *now - g, *now, NULL, 0, 1);
 	}
 	return p;
 }
@@ -926,20 +926,17 @@ per_source_sleep_after(bool per_source, uint32_t last)
 	const struct evd_policy_env *env = evd_policy_env_get();
 	uint64_t shrt = (env->sleep_wake_ns + env->wake_ns[0]) / 3;
 	uint64_t lng = 20 * (env->sleep_wake_ns + env->wake_ns[EVD_ENV_WAKE_POINTS - 1]);
-	uint64_t rnd = 7, now = 1000000000ull, arg, t;
+	uint64_t rnd = 7, now = 1000000000ull, t;
 	uint32_t src = 1;
 	struct evd_policy *p;
 
 	CHECK_EQ(evd_policy_create("adaptive", &p), 0);
 	for (int i = 0; i < 4000 || src != last; i++) {
-		struct evd_policy_input in = { .now_ns = now + 100, .idle_ns = 100, .idle_rounds = 1 };
+		uint64_t start = now;
 
-		CHECK(evd_policy_decide(p, &in, &arg) >= 0); /* an idle gap: the loop decided */
 		now += src == 1 ? shrt : lng;
 		src = 1 + test_xorshift(&rnd) % 2;
-		if (per_source)
-			evd_policy_source_events(p, now, src, 1);
-		evd_policy_events(p, now, 1);
+		test_gap(p, start, now, &src, per_source ? 1 : 0, 1);
 	}
 	t = first_sleep(p, now, shrt);
 	evd_policy_destroy(p);
@@ -952,18 +949,13 @@ static void
 new_source_starts_pooled(void)
 {
 	const struct evd_policy_env *env = evd_policy_env_get();
-	uint64_t shrt = (env->sleep_wake_ns + env->wake_ns[0]) / 3, now = 1000000000ull, arg;
+	uint64_t shrt = (env->sleep_wake_ns + env->wake_ns[0]) / 3, now = 1000000000ull;
+	const uint32_t one = 1;
 	struct evd_policy *p;
 
 	CHECK_EQ(evd_policy_create("adaptive", &p), 0);
-	for (int i = 0; i < 2000; i++) {
-		struct evd_policy_input in = { .now_ns = now + 100, .idle_ns = 100, .idle_rounds = 1 };
-
-		CHECK(evd_policy_decide(p, &in, &arg) >= 0);
-		now += shrt;
-		evd_policy_source_events(p, now, 1, 1);
-		evd_policy_events(p, now, 1);
-	}
+	for (int i = 0; i < 2000; i++, now += shrt)
+		test_gap(p, now, now + shrt, &one, 1, 1);
 	now += shrt;
 	evd_policy_source_events(p, now, 2, 1); /* a new source */
 	evd_policy_events(p, now, 1);
@@ -1058,7 +1050,7 @@ auto_guard_after(const char *spec, uint64_t idle_past, uint64_t *bound)
 		do
 			now += 10000;
 		while (test_xorshift(&rnd) % 1000 != 0);
-		test_gap(p, start, now, 1);
+		test_gap(p, start, now, NULL, 0, 1);
 	}
 	first = first_sleep_arg(p, now, 100000, bound);
 	CHECK(first != UINT64_MAX);
@@ -1117,13 +1109,8 @@ bound_after(struct evd_policy *p, uint64_t now)
 static void
 src_after(struct evd_policy *p, uint64_t *now, uint64_t gap, uint32_t id)
 {
-	struct evd_policy_input in = { .now_ns = *now + 100, .idle_ns = 100, .idle_rounds = 1 };
-	uint64_t arg;
-
-	CHECK(evd_policy_decide(p, &in, &arg) >= 0);
+	test_gap(p, *now, *now + gap, &id, 1, 1);
 	*now += gap;
-	evd_policy_source_events(p, *now, id, 1);
-	evd_policy_events(p, *now, 1);
 }
 
 /* The guard, a loop of more sources than adaptive follows (8 slots).
@@ -1762,16 +1749,15 @@ test_loop_nap(void)
 static uint64_t
 poisson_taught(struct evd_policy *p, uint64_t mean_ns, int n, uint64_t *rnd)
 {
-	uint64_t now = 1000000000ull, arg;
+	uint64_t now = 1000000000ull;
 
 	for (int i = 0; i < n; i++) {
-		struct evd_policy_input in = { .now_ns = now + 100, .idle_ns = 100, .idle_rounds = 1 };
+		uint64_t start = now;
 
-		CHECK(evd_policy_decide(p, &in, &arg) >= 0);
 		do
 			now += mean_ns / 100;
 		while (test_xorshift(rnd) % 100 != 0);
-		evd_policy_events(p, now, 1);
+		test_gap(p, start, now, NULL, 0, 1);
 	}
 	return now;
 }
@@ -1862,15 +1848,14 @@ static void
 test_adaptive_window_cold(void)
 {
 	struct evd_policy *p;
-	uint64_t rnd = 13, now = 1000000000ull, arg, warm, cold, opened, cold50k;
+	uint64_t rnd = 13, now = 1000000000ull, warm, cold, opened, cold50k;
 
 	CHECK_EQ(evd_policy_create("adaptive", &p), 0);
 	for (int i = 0; i < 4000; i++) {
-		struct evd_policy_input in = { .now_ns = now + 100, .idle_ns = 100, .idle_rounds = 1 };
+		uint64_t g = i % 2 ? 60000 : 2000000;
 
-		CHECK(evd_policy_decide(p, &in, &arg) >= 0);
-		now += i % 2 ? 60000 : 2000000;
-		evd_policy_events(p, now, 1);
+		test_gap(p, now, now + g, NULL, 0, 1);
+		now += g;
 	}
 	/* the last gap was 60 us: then a 2 ms one ends, and the 60 us gap after
 	 * it is probed; three times, the loop's wake told before the
@@ -1918,12 +1903,11 @@ test_adaptive_window_bursts(void)
 
 	CHECK_EQ(evd_policy_create("adaptive", &p), 0);
 	for (int i = 0; i < 20000; i++) {
-		struct evd_policy_input in = { .now_ns = now + 100, .idle_ns = 100, .idle_rounds = 1 };
 		int k = i % 200;
+		uint64_t g = k == 0 ? 2000000 : k == 100 || k == 199 ? 30000 : 1000;
 
-		CHECK(evd_policy_decide(p, &in, &arg) >= 0);
-		now += k == 0 ? 2000000 : k == 100 || k == 199 ? 30000 : 1000;
-		evd_policy_events(p, now, 1);
+		test_gap(p, now, now + g, NULL, 0, 1);
+		now += g;
 	}
 	/* the probe: a 2 ms gap (a halt past W: cold), a burst, then a gap */
 	now += 2000000;

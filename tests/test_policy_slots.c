@@ -38,19 +38,6 @@ source_weight(const struct evd_policy *p, uint32_t id, double *w)
 	return -ENOENT;
 }
 
-/* A round at @p now that ends an idle gap, serving @p ids. */
-static void
-round_of(struct evd_policy *p, uint64_t now, const uint32_t *ids, int n)
-{
-	struct evd_policy_input in = { .now_ns = now - 1, .idle_rounds = 1 };
-	uint64_t arg;
-
-	(void)evd_policy_decide(p, &in, &arg);
-	for (int i = 0; i < n; i++)
-		evd_policy_source_events(p, now, ids[i], 1);
-	evd_policy_events(p, now, (uint32_t)n);
-}
-
 /* sources 0 to 7 each alone, then all in one round with @p last served
  * last (it begins the gap), then source 8 */
 static void
@@ -71,12 +58,12 @@ scenario(uint32_t last)
 	tie[n++] = last;
 	CHECK_EQ(evd_policy_create("adaptive", &p), 0);
 	for (int i = 0; i < 8; i++, now += 50000)
-		round_of(p, now, &ids[i], 1);
+		test_gap(p, now - 50000, now, &ids[i], 1, 1);
 	now += 50000;
-	round_of(p, now, tie, 8);
+	test_gap(p, now - 50000, now, tie, 8, 8);
 	CHECK_EQ(source_weight(p, last, &w_last), 0);
 	now += 50000;
-	round_of(p, now, ninth, 1); /* the gap @p last began ends here */
+	test_gap(p, now - 50000, now, ninth, 1, 1); /* the gap @p last began ends here */
 	CHECK_EQ(source_weight(p, 8, &w8), 0);
 	printf("  %u served last: source 8's weight %.1f; source %u %s\n", last, w8, last,
 	       source_weight(p, last, &w) == 0 ? "kept" : "evicted");

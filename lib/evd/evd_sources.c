@@ -81,8 +81,8 @@ evd_source_init(struct evd_source *src, const struct evd_source_ops *ops, const 
 	if (name != NULL && strnlen(name, EVD_NAME_MAX) >= EVD_NAME_MAX)
 		return EVD_ARG_ERR(-EINVAL, "evd_source_init: name %.*s... longer than %d bytes",
 				   EVD_NAME_MAX - 1, name, EVD_NAME_MAX - 1);
-	/* a zeroed source on a loop would be freed memory to the loop (its
-	 * memory is the caller's: only a live source's fields mean anything) */
+	/* zeroing a source the loop holds would leave the loop one without ops
+	 * (the memory may be fresh: its loop field counts only past the magic) */
 	if (src->magic == EVD_SOURCE_MAGIC && __atomic_load_n(&src->loop, __ATOMIC_ACQUIRE) != NULL)
 		return EVD_ARG_ERR(-EBUSY, "evd_source_init %.*s: still on a loop (remove it first)",
 				   EVD_NAME_MAX - 1, src->name);
