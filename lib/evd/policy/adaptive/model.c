@@ -133,9 +133,9 @@ evd__tables_get(const struct adaptive *a, struct adaptive_tables **own)
 	if (a->env == evd_policy_env_peek(NULL)) {
 		pthread_mutex_lock(&tables_lock);
 		for (int k = 0; k < SHARED_TABLES && tb == NULL; k++) {
-			if (shared_tables[k] == NULL)
-				shared_tables[k] = tables_make(a);
-			if (shared_tables[k] != NULL && shared_tables[k]->target_ns == a->target_ns)
+			if (shared_tables[k] == NULL && (shared_tables[k] = tables_make(a)) == NULL)
+				break; /* no memory: the next free slot would fail alike */
+			if (shared_tables[k]->target_ns == a->target_ns)
 				tb = shared_tables[k];
 		}
 		pthread_mutex_unlock(&tables_lock);
