@@ -127,22 +127,24 @@ static struct adaptive_tables *shared_tables[SHARED_TABLES]; /* under tables_loc
 const struct adaptive_tables *
 evd__tables_get(const struct adaptive *a, struct adaptive_tables **own)
 {
-	struct adaptive_tables *tb = NULL;
+	const struct adaptive_tables *tb = NULL;
+	int k = SHARED_TABLES;
 
 	*own = NULL;
 	if (a->env == evd_policy_env_peek(NULL)) {
 		pthread_mutex_lock(&tables_lock);
-		for (int k = 0; k < SHARED_TABLES && tb == NULL; k++) {
-			if (shared_tables[k] == NULL && (shared_tables[k] = tables_make(a)) == NULL)
-				break; /* no memory: the next free slot would fail alike */
-			if (shared_tables[k]->target_ns == a->target_ns)
-				tb = shared_tables[k];
+		/* slots fill in order and stay: past the first free one none is
+		 * used, so it ends the search, made or not (no memory) */
+		for (k = 0; k < SHARED_TABLES; k++) {
+			if (shared_tables[k] == NULL)
+				shared_tables[k] = tables_make(a);
+			if (shared_tables[k] == NULL || shared_tables[k]->target_ns == a->target_ns)
+				break;
 		}
+		tb = k < SHARED_TABLES ? shared_tables[k] : NULL;
 		pthread_mutex_unlock(&tables_lock);
 	}
-	if (tb == NULL)
-		tb = *own = tables_make(a);
-	return tb;
+	return k < SHARED_TABLES ? tb : (*own = tables_make(a));
 }
 
 /* The threshold with the least expected cost over a histogram, for a gap
