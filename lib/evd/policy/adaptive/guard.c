@@ -151,10 +151,10 @@ guard_cost(const struct adaptive *a, int i, double t, const struct guard_bound *
 static uint64_t
 guard_pick(const struct adaptive *a, const double *w, uint64_t thr, bool cold, uint64_t *span)
 {
-	double cost[GUARD_BOUNDS + 1] = { 0 }, least, t = (double)thr;
+	double cost[GUARD_BOUNDS + 1] = { 0 }, t = (double)thr;
 	const struct guard_bound *b[GUARD_BOUNDS];
 	bool c_known = evd__timeout_cpu_known(a->env);
-	int nb = 0, best = -1;
+	int nb = 0, best = 0;
 
 	*span = 0;
 	/* (a bound whose timeout costs more than the priced L it could save
@@ -183,16 +183,12 @@ guard_pick(const struct adaptive *a, const double *w, uint64_t thr, bool cold, u
 		for (int k = 0; k < nb; k++)
 			cost[k + 1] += w[i] * guard_cost(a, i, t, b[k], none, cold);
 	}
-	least = cost[0];
-	for (int k = 0; k < nb; k++)
-		if (cost[k + 1] < least) {
-			least = cost[k + 1];
-			best = k;
-		}
-	if (best < 0)
+	for (int k = 1; k <= nb; k++) /* (cost[0]: none) */
+		best = cost[k] < cost[best] ? k : best;
+	if (best == 0)
 		return UINT64_MAX;
-	*span = (uint64_t)(b[best]->wakes * b[best]->cycle);
-	return (uint64_t)b[best]->G;
+	*span = (uint64_t)(b[best - 1]->wakes * b[best - 1]->cycle);
+	return (uint64_t)b[best - 1]->G;
 }
 
 /* The bounds of a warm and a cold rule (r[0], r[1], their thresholds set) on

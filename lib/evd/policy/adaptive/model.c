@@ -171,29 +171,24 @@ evd__best_thresholds(const struct adaptive *a, const double *w, uint64_t *cold_t
 			last = i + 1;
 		}
 	for (int j = 0; j <= last && tb->t_ns[j] <= a->cap_ns; j++) {
-		double cost = 0;
+		/* (cold_cost is 0 unless the window is live: the warm sum's term
+		 * adds nothing then, and the cold sum is not made) */
+		double cost = 0, cost_c = a->win_live ? 0 : INFINITY;
 
-		if (!a->win_live) {
-			for (int k = 0; k < n; k++)
-				cost += w[nz[k]] * (tb->cpu[j][nz[k]] + lambda * tb->lat[j][nz[k]]);
-		} else {
-			double cost_c = 0;
+		for (int k = 0; k < n; k++) {
+			int i = nz[k];
+			double cold_cost = a->cold_cost[tb->bin_ctx[i]], past = tb->past[j][i];
 
-			for (int k = 0; k < n; k++) {
-				int i = nz[k];
-				double cold_cost = a->cold_cost[tb->bin_ctx[i]];
-				double past = tb->past[j][i];
-
-				cost += w[i] * (tb->cpu[j][i] + lambda * tb->lat[j][i] + past * cold_cost);
+			cost += w[i] * (tb->cpu[j][i] + lambda * tb->lat[j][i] + past * cold_cost);
+			if (a->win_live)
 				cost_c += w[i] * (tb->cpu[j][i] + lambda * tb->lat_cold[j][i] +
 						  (tb->bin_mid[i] <= (double)tb->t_ns[j]
 							   ? cold_cost
 							   : past * cold_cost));
-			}
-			if (cost_c < best_c) {
-				best_c = cost_c;
-				best_tc = tb->t_ns[j];
-			}
+		}
+		if (cost_c < best_c) {
+			best_c = cost_c;
+			best_tc = tb->t_ns[j];
 		}
 		if (cost < best) {
 			best = cost;

@@ -73,8 +73,8 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 		a->log_at[k] = log((double)env->wake_at_ns[k]);
 	/* under a target the context rules alone, whose late gaps target.c counts */
 	a->superpose = superpose != 0 && p99_us == 0;
-	a->slots[0].used = true;
-	a->slots[0].id = UINT32_MAX; /* the loop, until a source is named */
+	/* slot 0: the loop, until a source is named */
+	a->slots[0] = (struct source_slot){ .id = UINT32_MAX, .used = true };
 	a->cap_ns = spin_max_us != UINT64_MAX ? spin_max_us * 1000 : UINT64_MAX;
 	a->target_ns = (double)p99_us * 1000;
 	a->tab = evd__tables_get(a, &a->own_tab); /* (the environment and prices set above) */

@@ -28,9 +28,7 @@ slot_of(struct adaptive *a, uint32_t id)
 		if (oldest == NULL || (oldest->used && (!sl->used || sl->last_ns < oldest->last_ns)))
 			oldest = sl; /* the first free slot, else the least recent */
 	}
-	memset(oldest, 0, sizeof(*oldest));
-	oldest->used = true;
-	oldest->id = id;
+	*oldest = (struct source_slot){ .id = id, .used = true };
 	slot = (uint32_t)(oldest - a->slots);
 	memset(a->own_gaps[slot], 0, sizeof(a->own_gaps[slot]));
 	a->rule_cost[slot][0] = a->rule_cost[slot][1] = 0;
