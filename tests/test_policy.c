@@ -1927,6 +1927,33 @@ test_adaptive_window_bursts(void)
 	CHECK(cold >= 30000);
 }
 
+/* Bursts of three 1 us gaps, each after a gap of 150 us. A sleep bounded
+ * at W (100 us) times out at 100 us and the loop runs again T = 58.7 us
+ * later: the 150 us gaps end in that lateness, and the burst after each
+ * waits for it whole. Priced as if the gaps fell anywhere in the 158.7 us
+ * cycle (a third of them in a lateness), or as if what follows waited half
+ * as long, the bound at W looked cheaper than a cold wake; priced as they
+ * fall, it is not. */
+static void
+test_adaptive_window_late(void)
+{
+	struct evd_policy *p;
+	uint64_t now = 1000000000ull, bound;
+
+	CHECK_EQ(evd_policy_create("adaptive", &p), 0);
+	for (int i = 0; i < 6000; i++) {
+		uint64_t g = i % 4 == 0 ? 150000 : 1000;
+
+		test_gap(p, now, now + g, NULL, 0, 1);
+		now += g;
+	}
+	CHECK(first_sleep_arg(p, now, 1000000, &bound) != UINT64_MAX);
+	evd_policy_destroy(p);
+	printf("  150 us gaps, each followed by a burst: sleep bound %" PRIu64 " ns (0: none)\n",
+	       bound);
+	CHECK(bound != 100000);
+}
+
 /* adaptive's decisions on a fixed run of gaps (1 us to 4 ms, three
  * sources, bursts now and then), folded into a hash. */
 static uint64_t
@@ -2178,6 +2205,7 @@ main(int argc, char **argv)
 		TEST(test_adaptive_window_bound);
 		TEST(test_adaptive_window_cold);
 		TEST(test_adaptive_window_bursts);
+		TEST(test_adaptive_window_late);
 		return 0;
 	}
 	if (argc > 1 && strcmp(argv[1], "p99") == 0) {

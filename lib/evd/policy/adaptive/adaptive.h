@@ -68,7 +68,7 @@ struct adaptive_tables {
 	double target_ns; /* the latency price they were made with */
 	double cpu[GAP_BINS + 1][GAP_BINS], lat[GAP_BINS + 1][GAP_BINS]; /* cost: cpu + lambda lat */
 	double lat_cold[GAP_BINS + 1][GAP_BINS]; /* with a window: the sleep's wake cold */
-	float past[GAP_BINS + 1][GAP_BINS]; /* with a window: evd__bin_past() */
+	float past[GAP_BINS + 1][GAP_BINS]; /* with a window: the share past t + W */
 	uint64_t t_ns[GAP_BINS + 1];
 	double bin_mid[GAP_BINS];          /* bin_at(i + 0.5) */
 	int bin_ctx[GAP_BINS];           /* gap_context(bin_mid[i]) */
@@ -238,7 +238,7 @@ wake_lat_after(const struct adaptive *a, double g, double prev)
 
 /* model.c: the cost of a gap under a threshold, the tables, the cheapest threshold */
 double evd__model_cost_at(const struct adaptive *a, double g, double t, bool cold);
-double evd__bin_past(const struct adaptive *a, int i, double t);
+double evd__bin_above(int i, double x);
 double evd__priced_wake_share(const struct adaptive *a, double s, double past, bool prev_cold);
 const struct adaptive_tables *evd__tables_get(const struct adaptive *a,
 					      struct adaptive_tables **own);

@@ -48,25 +48,24 @@ priced_even(const struct adaptive *a, double hi)
 
 /* The priced wait of an arrival the loop serves x late (a timeout's
  * lateness) at the end of a gap g (@p even: anywhere from 0 to 2 x, as one
- * that came in the lateness), and of those that come after it meanwhile,
- * each waiting anywhere from 0 to x: the first with F1, the chance that
- * the gap after one like g is under x, each next one with F0, the same
- * after a gap under 4 us (a burst): F1 / (1 - F0) of them. F0 is capped
- * at 0.99 only, against a division by 0: a burst that lands in a
- * timeout's lateness waits whole, and a lower cap underpriced it
- * (policies.md, "The host's halt window"). Without a window: the arrival
- * alone. */
+ * that came in the lateness), and of those that come after it meanwhile:
+ * the first with F1, the chance that the gap after one like g is under x,
+ * each next one with F0, the same after a gap under 4 us (a burst):
+ * F1 / (1 - F0) of them. Each waits about as long as the arrival it
+ * follows, since what comes within a lateness comes in bursts a few us
+ * apart (the measurement: policies.md, "The host's halt window"). F0 is
+ * capped at 0.99 only, against a division by 0: a burst that lands in a
+ * timeout's lateness waits whole, and a lower cap underpriced it. Without
+ * a window: the arrival alone. */
 static double
 late_cost(const struct adaptive *a, double g, double x, bool even)
 {
 	int i = gap_bin((uint64_t)x);
-	double first = even ? priced_even(a, 2 * x) : priced(a, x), f1, f0;
+	double first = even ? priced_even(a, 2 * x) : priced(a, x);
 
 	if (!a->window)
 		return first;
-	f1 = a->cdf[gap_context((uint64_t)g)][i];
-	f0 = fmin(a->cdf[0][i], 0.99);
-	return first + priced_even(a, x) * f1 / (1 - f0);
+	return first * (1 + a->cdf[gap_context((uint64_t)g)][i] / (1 - fmin(a->cdf[0][i], 0.99)));
 }
 
 /* The model's cost of a gap of bin i (@p g, its middle) under threshold t,
@@ -76,7 +75,7 @@ late_cost(const struct adaptive *a, double g, double x, bool even)
 static double
 bin_cost(const struct adaptive *a, int i, double g, double t, bool cold)
 {
-	double past = a->window ? evd__bin_past(a, i, t) : 0;
+	double past = a->window ? evd__bin_above(i, t + (double)a->env->window_ns) : 0;
 	double c = g <= t ? g
 			  : t + (double)a->env->sleep_wake_ns +
 				    a->lambda * evd__priced_wake_share(a, g - t, past, cold);
@@ -109,15 +108,25 @@ guard_cost(const struct adaptive *a, int i, double t, const struct guard_bound *
 		k = b->wakes;
 	if (b->G <= w && k < b->wakes && b->cycle > b->G) {
 		/* A bound within the window has a cycle about as short as a bin
-		 * is wide, so the arrival is spread over the cycle rather than
-		 * placed by the bin's middle: in a sleep (G of the cycle: L at
-		 * about G / 2, warm, or before the first timeout as the gap
-		 * began) or in a timeout's lateness (T of it: waits about T / 2,
-		 * with what follows it). */
-		double pl = (b->cycle - b->G) / b->cycle;
+		 * is wide, so the arrival is not placed by the bin's middle: it
+		 * comes in a sleep (L at about G / 2, warm, or before the first
+		 * timeout as the gap began) or in a timeout's lateness (waits
+		 * about T / 2, with what follows it), as the bin's gaps, spread
+		 * on log g, fall in the cycles: not T / (G + T) of them wherever
+		 * the bin lies (policies.md, "The host's halt window"). */
+		double pl = 0, above = evd__bin_above(i, t);
 		double in_sleep = t + k * b->c + bs +
 				  a->lambda * priced(a, wake_lat_after(a, b->G / 2,
 								       k == 0 ? (cold ? INFINITY : 0) : b->G));
+
+		for (int c = 0; c < (int)b->wakes; c++) {
+			double in = evd__bin_above(i, t + c * b->cycle + b->G);
+
+			if (in == 0)
+				break; /* this lateness and the next begin past the bin */
+			pl += in - evd__bin_above(i, t + (c + 1) * b->cycle);
+		}
+		pl = above > 0 ? pl / above : 0;
 
 		return (1 - pl) * in_sleep +
 		       pl * (t + (k + 1) * b->c + a->lambda * late_cost(a, g, (b->cycle - b->G) / 2, true));
@@ -125,10 +134,10 @@ guard_cost(const struct adaptive *a, int i, double t, const struct guard_bound *
 	r = s - k * b->cycle;
 	if (k == b->wakes || r <= b->G || b->cycle <= b->G) {
 		/* the last sleep, r: the bin's share past t + k cycles + W
-		 * (bin_past, as unbounded) wakes cold and leaves the window
+		 * (bin_above, as unbounded) wakes cold and leaves the window
 		 * shut; after a halt of G past W it wakes cold whatever its length */
 		double p = a->window && (k == b->wakes || b->G > w)
-				   ? evd__bin_past(a, i, t + k * b->cycle)
+				   ? evd__bin_above(i, t + k * b->cycle + w)
 				   : 0;
 
 		return t + k * b->c + (k == b->wakes ? B : bs) +

@@ -29,14 +29,14 @@ evd__model_cost_at(const struct adaptive *a, double g, double t, bool cold)
 	       a->lambda * priced(a, wake_lat_after(a, g - t, cold ? INFINITY : 0));
 }
 
-/* With a window: the share of bin i's gaps whose sleep after threshold t
- * outlasts W, the bin's gaps spread evenly on log g, since the bin's middle
- * alone makes a step that a threshold can buy a whole bin's warm wakes with
- * (doc/guides/policies.md, "The host's halt window"). */
+/* The share of bin i's gaps longer than x, the bin's gaps spread evenly on
+ * log g, since the bin's middle alone makes a step: with a window, one that a
+ * threshold can buy a whole bin's warm wakes with (x: the threshold + W;
+ * doc/guides/policies.md, "The host's halt window"). */
 double
-evd__bin_past(const struct adaptive *a, int i, double t)
+evd__bin_above(int i, double x)
 {
-	double lo = bin_at(i), hi = bin_at(i + 1), x = t + (double)a->env->window_ns;
+	double lo = bin_at(i), hi = bin_at(i + 1);
 
 	if (x <= lo)
 		return 1;
@@ -45,7 +45,7 @@ evd__bin_past(const struct adaptive *a, int i, double t)
 	return log(hi / x) / log(hi / lo);
 }
 
-/* A bin's wake of a sleep s, priced: its share @p past (of W, bin_past)
+/* A bin's wake of a sleep s, priced: its share @p past (past W: bin_above)
  * wakes cold, at least Lc; the rest in L(s). All of it cold where the halt
  * before it was past W (@p prev_cold). */
 double
@@ -100,7 +100,8 @@ tables_make(const struct adaptive *a)
 		tb->t_ns[j] = j == GAP_BINS ? UINT64_MAX : (uint64_t)t;
 		for (int i = 0; i < GAP_BINS; i++) {
 			/* the CPU is the same warm or cold: spun through, or t and B */
-			double g = tb->bin_mid[i], past = a->window ? evd__bin_past(a, i, t) : 0;
+			double g = tb->bin_mid[i], w = (double)a->env->window_ns;
+			double past = a->window ? evd__bin_above(i, t + w) : 0;
 
 			tb->cpu[j][i] = g <= t ? g : t + (double)a->env->sleep_wake_ns;
 			tb->lat[j][i] = bin_lat(a, i, t, past, false);
