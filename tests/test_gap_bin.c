@@ -3,9 +3,9 @@
  * adaptive's gap histogram bins (gap_bin, from the policy's own header).
  * Two bins an octave above 256 ns, bin i from 256 * 2^(i/2) ns (the edges
  * the cost model prices a bin by), the last bin (47) open above. gap_bin
- * finds a bin by table from the gap's top bit; here each edge is checked
- * from both sides, and a spread of gaps against the rule the tables
- * replace (g^2 >= 2^(2m + 1): the second bin of top bit m's octave).
+ * finds a bin from the gap's top bit and sqrt(2)'s bits; here each edge
+ * is checked from both sides, and a spread of gaps against the plain rule
+ * (g^2 >= 2^(2m + 1): the second bin of top bit m's octave).
  */
 #include <math.h>
 

@@ -161,34 +161,19 @@ gap_context(uint64_t g)
 	return g < 4000 ? 0 : g < 64000 ? 1 : g < 1000000 ? 2 : 3;
 }
 
-/* A gap's bin by its top bit m, in two loads and no branch, since this
- * runs at every busy streak, and a round per source in a loop of
- * several (sources.c; its cost: doc/guides/policies.md,
- * "Adaptive's state"): bin_base is the octave's first bin, bin_split the
- * least gap of its second, ceil(2^(m + 1/2)), where bin_at() splits it;
- * under 256 ns the split is never reached, from 2^32 ns it always is
- * (tests/test_gap_bin.c checks both tables against the edges). */
-static const uint8_t bin_base[64] = {
-	[0 ... 7] = 0,
-	0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22,
-	24, 26, 28, 30, 32, 34, 36, 38, 40, 42, 44, 46,
-	[32 ... 63] = GAP_BINS - 2,
-};
-
-static const uint64_t bin_split[64] = {
-	[0 ... 7] = UINT64_MAX,
-	363, 725, 1449, 2897, 5793, 11586, 23171, 46341,
-	92682, 185364, 370728, 741456, 1482911, 2965821, 5931642, 11863284,
-	23726567, 47453133, 94906266, 189812532, 379625063, 759250125, 1518500250, 3037000500,
-	[32 ... 63] = 0,
-};
-
+/* A gap's bin by its top bit m, with no branch and no table, since this
+ * runs at every busy streak, and a round per source in a loop of several
+ * (sources.c; its cost: doc/guides/policies.md, "Adaptive's state"): the
+ * octave's first bin, and its second from ceil(2^(m + 1/2)) on, which is
+ * floor(sqrt(2) x 2^63) shifted, plus one; clamped to 0 under 256 ns and to
+ * the last bin from 2^32 ns (tests/test_gap_bin.c checks every edge). */
 static inline int
 gap_bin(uint64_t g)
 {
 	int m = 63 - __builtin_clzll(g | 1);
+	int b = 2 * m - 16 + (g > 0xB504F333F9DE6484ull >> (63 - m));
 
-	return bin_base[m] + (g >= bin_split[m]);
+	return RTE_MIN(RTE_MAX(b, 0), GAP_BINS - 1);
 }
 
 /* A threshold or bound as the logs show it: -1 for none (UINT64_MAX). */
