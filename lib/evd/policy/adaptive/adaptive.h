@@ -222,7 +222,7 @@ wake_lat_after(const struct adaptive *a, double g, double prev)
 }
 
 /* model.c: the cost of a gap under a threshold, the tables, the cheapest threshold */
-double evd__model_cost_at(const struct adaptive *a, double g, double t, bool cold);
+double evd__model_cost_at(const struct adaptive *a, double g, double t);
 double evd__bin_above(int i, double x);
 double evd__priced_wake_share(const struct adaptive *a, double s, double past, bool prev_cold);
 const struct adaptive_tables *evd__tables_get(const struct adaptive *a,
@@ -248,7 +248,8 @@ void evd__nap_wake(struct adaptive *a, uint64_t slept, enum evd_wake_reason why)
 /* pace.c */
 void evd__pace_epoch(struct adaptive *a, uint64_t now);
 /* target.c */
-double evd__target_lambda(const struct adaptive *a, const double *all, const double *n);
+double evd__target_lambda(const struct adaptive *a, const double *all, double wc[][GAP_BINS],
+			  const double *n);
 
 /* learn.c */
 void evd__young_threshold(struct adaptive *a);

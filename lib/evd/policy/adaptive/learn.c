@@ -36,15 +36,17 @@ static void
 learn_threshold(struct adaptive *a, bool decay)
 {
 	double all[GAP_BINS] = { 0 }, n[CONTEXTS] = { 0 }, cls[GAP_CONTEXTS][GAP_BINS] = { { 0 } };
+	double wc[CONTEXTS][GAP_BINS]; /* the sums are in double, the histograms float */
 
 	for (uint32_t c = 0; c < a->n_ctx_used; c++)
 		for (int i = 0; i < GAP_BINS; i++) {
-			all[i] += a->w[c][i];
-			cls[c % GAP_CONTEXTS][i] += a->w[c][i];
-			n[c] += a->w[c][i];
+			wc[c][i] = a->w[c][i];
+			all[i] += wc[c][i];
+			cls[c % GAP_CONTEXTS][i] += wc[c][i];
+			n[c] += wc[c][i];
 		}
 	if (a->target_ns > 0)
-		evd__lambda_set(a, evd__target_lambda(a, all, n));
+		evd__lambda_set(a, evd__target_lambda(a, all, wc, n));
 	/* The window is weighed only where 1 % or more of the gaps a rule might
 	 * sleep in (4 us or more, not a burst's, which would hide the few long
 	 * gaps that shut it) outlast it: else the cold rules are the warm ones,
@@ -72,13 +74,10 @@ learn_threshold(struct adaptive *a, bool decay)
 	evd__guards(a, all, a->pooled);
 	for (uint32_t c = 0; c < a->n_ctx_used; c++) {
 		bool own = n[c] >= YOUNG;
-		double wc[GAP_BINS]; /* the sums are in double, the histograms float */
 
-		for (int i = 0; i < GAP_BINS; i++)
-			wc[i] = a->w[c][i];
 		if (own) {
-			a->rule[c][0].t = evd__best_thresholds(a, wc, &a->rule[c][1].t, NULL, NULL);
-			evd__guards(a, wc, a->rule[c]);
+			a->rule[c][0].t = evd__best_thresholds(a, wc[c], &a->rule[c][1].t, NULL, NULL);
+			evd__guards(a, wc[c], a->rule[c]);
 		} else {
 			memcpy(a->rule[c], a->pooled, sizeof(a->pooled));
 		}
@@ -113,8 +112,8 @@ evd__adaptive_update(struct adaptive *a)
 		 * at every streak of busy rounds. */
 		double g = (double)a->last_gap_ns, *cost = a->rule_cost[a->gap_slot];
 
-		cost[0] += evd__model_cost_at(a, g, (double)a->gap_t[0], false);
-		cost[1] += evd__model_cost_at(a, g, (double)a->gap_t[1], false);
+		cost[0] += evd__model_cost_at(a, g, (double)a->gap_t[0]);
+		cost[1] += evd__model_cost_at(a, g, (double)a->gap_t[1]);
 		a->gap_scored = false;
 		if (a->samples >= YOUNG && a->idle_left != 0 && a->samples < a->next_decay) {
 			a->next_check = a->next_decay; /* nothing else is due */

@@ -17,16 +17,14 @@ bin_at(double x)
 	return 256.0 * pow(2.0, x / 2.0);
 }
 
-/* The model's cost of a gap g under threshold t: spun through (g <= t), or
- * t spun, then a sleep (B) and its priced wake (cold: after a halt past the
- * window). */
+/* The model's cost of a gap g under threshold t, as it starts warm: spun
+ * through (g <= t), or t spun, then a sleep (B) and its priced wake. */
 double
-evd__model_cost_at(const struct adaptive *a, double g, double t, bool cold)
+evd__model_cost_at(const struct adaptive *a, double g, double t)
 {
 	if (g <= t)
 		return g;
-	return t + (double)a->env->sleep_wake_ns +
-	       a->lambda * priced(a, wake_lat_after(a, g - t, cold ? INFINITY : 0));
+	return t + (double)a->env->sleep_wake_ns + a->lambda * priced(a, wake_lat_after(a, g - t, 0));
 }
 
 /* The share of bin i's gaps longer than x, the bin's gaps spread evenly on

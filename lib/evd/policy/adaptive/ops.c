@@ -83,7 +83,7 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 		return -ENOMEM;
 	}
 	/* a target's price, until the histograms tell one: the dearest */
-	evd__lambda_set(a, p99_us != 0 ? evd__target_lambda(a, NULL, NULL)
+	evd__lambda_set(a, p99_us != 0 ? evd__target_lambda(a, NULL, NULL, NULL)
 				       : (double)(lambda_pct != UINT64_MAX ? lambda_pct : 100) / 100.0);
 	if (nap && p99_us != 0) {
 		/* until naps tell how late they end, a timed wait's T (L where

@@ -54,9 +54,11 @@ rule_at(const double *cpu, const double *late, int nj, double lambda)
 /* The least price under which the rules the update would set (a context's
  * own where it holds YOUNG gaps, else the pooled one, each as a warm start)
  * leave TARGET_SHARE of the gaps late or less; the dearest where none does,
- * or with no histograms yet (@p all NULL). n: each context's weight. */
+ * or with no histograms yet (@p all NULL). @p wc: each context's histogram,
+ * @p n its weight. */
 double
-evd__target_lambda(const struct adaptive *a, const double *all, const double *n)
+evd__target_lambda(const struct adaptive *a, const double *all, double wc[][GAP_BINS],
+		   const double *n)
 {
 	double cpu[GAP_BINS + 1], late[GAP_BINS + 1], over[PRICES] = { 0 }, total = 0, per_gap;
 	int pool[PRICES], nj;
@@ -67,14 +69,10 @@ evd__target_lambda(const struct adaptive *a, const double *all, const double *n)
 	for (int k = 0; k < PRICES; k++)
 		pool[k] = rule_at(cpu, late, nj, price(k));
 	for (uint32_t c = 0; c < a->n_ctx_used; c++) {
-		double w[GAP_BINS];
-
 		if (n[c] <= 0)
 			continue;
 		total += n[c];
-		for (int i = 0; i < GAP_BINS; i++)
-			w[i] = a->w[c][i];
-		sums(a, w, cpu, late);
+		sums(a, wc[c], cpu, late);
 		for (int k = 0; k < PRICES; k++)
 			over[k] += late[n[c] >= YOUNG ? rule_at(cpu, late, nj, price(k)) : pool[k]];
 	}
