@@ -38,30 +38,22 @@ evd__lambda_set(struct adaptive *a, double lambda)
 	}
 }
 
-/* The priced wait of an arrival that waits anywhere from 0 to hi, evenly:
- * hi / 2, or under a target the share of it past the target. */
-static double
-priced_even(const struct adaptive *a, double hi)
-{
-	return a->target_ns > 0 ? fmax(hi - a->target_ns, 0) / fmax(hi, 1) : priced(a, hi / 2);
-}
-
-/* The priced wait of an arrival the loop serves x late (a timeout's
- * lateness) at the end of a gap g (@p even: anywhere from 0 to 2 x, as one
- * that came in the lateness), and of those that come after it meanwhile:
- * the first with F1, the chance that the gap after one like g is under x,
- * each next one with F0, the same after a gap under 4 us (a burst):
- * F1 / (1 - F0) of them. Each waits about as long as the arrival it
+/* The priced wait of an arrival that comes in a timeout's lateness at the
+ * end of a gap g and waits anywhere from 0 to 2 x for the loop (x, or under
+ * a target the share of those waits past it), and of those that come after
+ * it meanwhile: the first with F1, the chance that the gap after one like g
+ * is under x, each next one with F0, the same after a gap under 4 us (a
+ * burst): F1 / (1 - F0) of them. Each waits about as long as the arrival it
  * follows, since what comes within a lateness comes in bursts a few us
  * apart (the measurement: policies.md, "The host's halt window"). F0 is
  * capped at 0.99 only, against a division by 0: a burst that lands in a
  * timeout's lateness waits whole, and a lower cap underpriced it. Without
  * a window: the arrival alone. */
 static double
-late_cost(const struct adaptive *a, double g, double x, bool even)
+late_cost(const struct adaptive *a, double g, double x)
 {
 	int i = gap_bin((uint64_t)x);
-	double first = even ? priced_even(a, 2 * x) : priced(a, x);
+	double first = a->target_ns > 0 ? fmax(2 * x - a->target_ns, 0) / fmax(2 * x, 1) : x;
 
 	if (!a->window)
 		return first;
@@ -90,33 +82,36 @@ bin_cost(const struct adaptive *a, int i, double g, double t, bool cold)
  * latency of what is left of it) or in the next timeout's lateness (it
  * waits for the loop); after the last timeout the sleep is unbounded.
  * @p none is the unbounded cost, which the caller has; the gap began
- * @p cold or warm (the window's state before its first sleep).
+ * @p cold or warm (the window's state before its first sleep). A halt of G
+ * past W shuts the window: the wakes after it are cold, and so is the next
+ * gap's start (cold_cost).
  */
 static double
 guard_cost(const struct adaptive *a, int i, double t, const struct guard_bound *b, double none,
 	   bool cold)
 {
 	double g = a->tab->bin_mid[i];
-	double s = g - t, k = floor(s / b->cycle), r, w = (double)a->env->window_ns;
+	double s = g - t, k = fmin(floor(s / b->cycle), b->wakes), p, w = (double)a->env->window_ns;
+	double r = s - k * b->cycle; /* what is left of the sleep the middle ends in */
 	double B = (double)a->env->sleep_wake_ns;
 	double cold_cost = a->window ? a->cold_cost[a->tab->bin_ctx[i]] : 0;
+	double shut = b->G > w ? cold_cost : 0;
 	double bs = b->bs; /* a notified sleep under the bound: its timer's CPU too */
 
 	if (s <= b->G)
 		return none + bs - B; /* no timeout, but the timer was armed */
-	if (k >= b->wakes)
-		k = b->wakes;
-	if (b->G <= w && k < b->wakes && b->cycle > b->G) {
-		/* A bound within the window has a cycle about as short as a bin
-		 * is wide, so the arrival is not placed by the bin's middle: it
-		 * comes in a sleep (L at about G / 2, warm, or before the first
-		 * timeout as the gap began) or in a timeout's lateness (waits
-		 * about T / 2, with what follows it), as the bin's gaps, spread
-		 * on log g, fall in the cycles: not T / (G + T) of them wherever
-		 * the bin lies (policies.md, "The host's halt window"). */
+	if (k < b->wakes && b->cycle > b->G) {
+		/* The arrival is not placed by the bin's middle, which would put
+		 * the whole bin in a sleep or in a lateness: it comes in a sleep
+		 * (L of what is left of it at the middle, after a halt of G, or
+		 * before the first timeout as the gap began) or in a timeout's
+		 * lateness (waits about T / 2, with what follows it), as the
+		 * bin's gaps, spread on log g, fall in the cycles: a bin within W
+		 * spans several, and one past it a share of one (policies.md,
+		 * "The guard"). */
 		double pl = 0, above = evd__bin_above(i, t);
 		double in_sleep = t + k * b->c + bs +
-				  a->lambda * priced(a, wake_lat_after(a, b->G / 2,
+				  a->lambda * priced(a, wake_lat_after(a, fmin(r, b->G),
 								       k == 0 ? (cold ? INFINITY : 0) : b->G));
 
 		for (int c = 0; c < (int)b->wakes; c++) {
@@ -128,24 +123,16 @@ guard_cost(const struct adaptive *a, int i, double t, const struct guard_bound *
 		}
 		pl = above > 0 ? pl / above : 0;
 
-		return (1 - pl) * in_sleep +
-		       pl * (t + (k + 1) * b->c + a->lambda * late_cost(a, g, (b->cycle - b->G) / 2, true));
+		return (1 - pl) * in_sleep + shut +
+		       pl * (t + (k + 1) * b->c + a->lambda * late_cost(a, g, (b->cycle - b->G) / 2));
 	}
-	r = s - k * b->cycle;
-	if (k == b->wakes || r <= b->G || b->cycle <= b->G) {
-		/* the last sleep, r: the bin's share past t + k cycles + W
-		 * (bin_above, as unbounded) wakes cold and leaves the window
-		 * shut; after a halt of G past W it wakes cold whatever its length */
-		double p = a->window && (k == b->wakes || b->G > w)
-				   ? evd__bin_above(i, t + k * b->cycle + w)
-				   : 0;
-
-		return t + k * b->c + (k == b->wakes ? B : bs) +
-		       a->lambda * evd__priced_wake_share(a, r, p, a->window && b->G > w) +
-		       p * cold_cost;
-	}
-	return t + (k + 1) * b->c + a->lambda * late_cost(a, g, b->cycle - r, false) +
-	       (a->window && b->G > w ? cold_cost : 0);
+	/* the last sleep, r, or one with no lateness to wait in (T unknown):
+	 * the bin's share past t + k cycles + W (bin_above, as unbounded) wakes
+	 * cold and leaves the window shut; after a halt of G past W it wakes
+	 * cold whatever its length */
+	p = a->window && (k == b->wakes || b->G > w) ? evd__bin_above(i, t + k * b->cycle + w) : 0;
+	return t + k * b->c + (k == b->wakes ? B : bs) +
+	       a->lambda * evd__priced_wake_share(a, r, p, a->window && b->G > w) + p * cold_cost;
 }
 
 /*
