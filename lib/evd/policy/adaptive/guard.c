@@ -114,7 +114,11 @@ guard_cost(const struct adaptive *a, int i, double t, const struct guard_bound *
 				  a->lambda * priced(a, wake_lat_after(a, fmin(r, b->G),
 								       k == 0 ? (cold ? INFINITY : 0) : b->G));
 
-		for (int c = 0; c < (int)b->wakes; c++) {
+		/* (the cycles whose lateness ends before the bin's first edge add
+		 * nothing: the loop starts at the last of them) */
+		double c0 = fmax(floor(((double)a->tab->t_ns[i] - t) / b->cycle) - 1, 0);
+
+		for (int c = (int)fmin(c0, b->wakes); c < (int)b->wakes; c++) {
 			double in = evd__bin_above(i, t + c * b->cycle + b->G);
 
 			if (in == 0)

@@ -28,9 +28,10 @@ evd__model_cost_at(const struct adaptive *a, double g, double t)
 }
 
 /* The share of bin i's gaps longer than x, the bin's gaps spread evenly on
- * log g, since the bin's middle alone makes a step: with a window, one that a
+ * log g, since the bin's middle alone makes a step: past W, one that a
  * threshold can buy a whole bin's warm wakes with (x: the threshold + W;
- * doc/guides/policies.md, "The host's halt window"). */
+ * doc/guides/policies.md, "The host's halt window"), and past a bound's
+ * cycle, one that puts a whole bin in a sleep or in a timeout's lateness. */
 double
 evd__bin_above(int i, double x)
 {
