@@ -236,7 +236,6 @@ void evd__window_learn(struct adaptive *a, double cls[][GAP_BINS]);
 void evd__window_wake(struct adaptive *a, uint64_t slept, enum evd_wake_reason why);
 void evd__lambda_set(struct adaptive *a, double lambda);
 void evd__guards(struct adaptive *a, const double *w, struct rule *r);
-void evd__superpose_set(struct adaptive *a, uint32_t mask);
 void evd__superpose_learn(struct adaptive *a, bool decay);
 void evd__superpose_choose(struct adaptive *a) __attribute__((cold));
 

@@ -31,9 +31,8 @@ evd__lambda_set(struct adaptive *a, double lambda)
 		g->c = fmax(evd_policy_env_timeout_ns(a->env, G), 1.0);
 		g->bs = evd_policy_env_bounded_sleep_ns(a->env, G);
 		/* (an environment without T: the timeout's end is not priced) */
-		g->cycle = g->G;
-		if (evd__timeout_late_known(a->env))
-			g->cycle += evd_policy_env_timeout_late_ns(a->env, G);
+		g->cycle = g->G + (evd__timeout_late_known(a->env)
+					   ? evd_policy_env_timeout_late_ns(a->env, G) : 0);
 		g->wakes = fmin(floor(most / g->c), wakes);
 	}
 }
@@ -48,15 +47,13 @@ evd__lambda_set(struct adaptive *a, double lambda)
  * apart (the measurement: policies.md, "The host's halt window"). F0 is
  * capped at 0.99 only, against a division by 0: a burst that lands in a
  * timeout's lateness waits whole, and a lower cap underpriced it. Without
- * a window: the arrival alone. */
+ * a window cdf stays 0: the arrival alone. */
 static double
 late_cost(const struct adaptive *a, double g, double x)
 {
 	int i = gap_bin((uint64_t)x);
 	double first = a->target_ns > 0 ? fmax(2 * x - a->target_ns, 0) / fmax(2 * x, 1) : x;
 
-	if (!a->window)
-		return first;
 	return first * (1 + a->cdf[gap_context((uint64_t)g)][i] / (1 - fmin(a->cdf[0][i], 0.99)));
 }
 
@@ -68,55 +65,47 @@ static double
 bin_cost(const struct adaptive *a, int i, double g, double t, bool cold)
 {
 	double past = a->window ? evd__bin_above(i, t + (double)a->env->window_ns) : 0;
-	double c = g <= t ? g
-			  : t + (double)a->env->sleep_wake_ns +
-				    a->lambda * evd__priced_wake_share(a, g - t, past, cold);
 
-	return c + past * a->cold_cost[a->tab->bin_ctx[i]];
+	return (g <= t ? g : t + (double)a->env->sleep_wake_ns +
+				     a->lambda * evd__priced_wake_share(a, g - t, past, cold)) +
+	       past * a->cold_cost[a->tab->bin_ctx[i]];
 }
 
 /*
  * The model's cost of a gap of bin i (t spun, then s asleep) under sleeps
  * bounded at G, for at most b->wakes timeouts: k cycles of G + T(G) pass,
- * a C(G) each, then the arrival comes within the next sleep (B and the wake
- * latency of what is left of it) or in the next timeout's lateness (it
- * waits for the loop); after the last timeout the sleep is unbounded.
- * @p none is the unbounded cost, which the caller has; the gap began
- * @p cold or warm (the window's state before its first sleep). A halt of G
- * past W shuts the window: the wakes after it are cold, and so is the next
- * gap's start (cold_cost).
+ * a C(G) each, then the arrival comes within the next sleep (B, or C where
+ * it is bounded, and the wake latency of what is left of it) or in the next
+ * timeout's lateness (it waits for the loop); after the last timeout the
+ * sleep is unbounded. @p none is the unbounded cost, which the caller has;
+ * the gap began @p cold or warm (the window's state before its first
+ * sleep). A halt of G past W shuts the window: the wake after it is cold,
+ * and so is the next gap's start where the arrival comes in a lateness; a
+ * last sleep past W leaves it shut too (cold_cost).
  */
 static double
 guard_cost(const struct adaptive *a, int i, double t, const struct guard_bound *b, double none,
 	   bool cold)
 {
-	double g = a->tab->bin_mid[i];
-	double s = g - t, k = fmin(floor(s / b->cycle), b->wakes), p, w = (double)a->env->window_ns;
+	double g = a->tab->bin_mid[i], w = (double)a->env->window_ns;
+	double s = g - t, k = fmin(floor(s / b->cycle), b->wakes), pl = 0, p, in_sleep;
 	double r = s - k * b->cycle; /* what is left of the sleep the middle ends in */
-	double B = (double)a->env->sleep_wake_ns;
 	double cold_cost = a->window ? a->cold_cost[a->tab->bin_ctx[i]] : 0;
-	double shut = b->G > w ? cold_cost : 0;
-	double bs = b->bs; /* a notified sleep under the bound: its timer's CPU too */
+	bool last = k == b->wakes;
 
 	if (s <= b->G)
-		return none + bs - B; /* no timeout, but the timer was armed */
-	if (k < b->wakes && b->cycle > b->G) {
+		return none + b->bs - (double)a->env->sleep_wake_ns; /* no timeout, a timer armed */
+	if (!last && b->cycle > b->G) {
 		/* The arrival is not placed by the bin's middle, which would put
-		 * the whole bin in a sleep or in a lateness: it comes in a sleep
-		 * (L of what is left of it at the middle, after a halt of G, or
-		 * before the first timeout as the gap began) or in a timeout's
-		 * lateness (waits about T / 2, with what follows it), as the
-		 * bin's gaps, spread on log g, fall in the cycles: a bin within W
-		 * spans several, and one past it a share of one (policies.md,
-		 * "The guard"). */
-		double pl = 0, above = evd__bin_above(i, t);
-		double in_sleep = t + k * b->c + bs +
-				  a->lambda * priced(a, wake_lat_after(a, fmin(r, b->G),
-								       k == 0 ? (cold ? INFINITY : 0) : b->G));
-
-		/* (the cycles whose lateness ends before the bin's first edge add
-		 * nothing: the loop starts at the last of them) */
+		 * the whole bin in a sleep or in a lateness: the share of the
+		 * bin's gaps, spread on log g, that ends in a timeout's lateness
+		 * (pl) waits about T / 2, with what follows it; a bin within W
+		 * spans several cycles, and one past it a share of one
+		 * (policies.md, "The guard"). The cycles whose lateness ends
+		 * before the bin's first edge add nothing: the sum starts at the
+		 * last of them. */
 		double c0 = fmax(floor(((double)a->tab->t_ns[i] - t) / b->cycle) - 1, 0);
+		double above = evd__bin_above(i, t);
 
 		for (int c = (int)fmin(c0, b->wakes); c < (int)b->wakes; c++) {
 			double in = evd__bin_above(i, t + c * b->cycle + b->G);
@@ -126,17 +115,18 @@ guard_cost(const struct adaptive *a, int i, double t, const struct guard_bound *
 			pl += in - evd__bin_above(i, t + (c + 1) * b->cycle);
 		}
 		pl = above > 0 ? pl / above : 0;
-
-		return (1 - pl) * in_sleep + shut +
-		       pl * (t + (k + 1) * b->c + a->lambda * late_cost(a, g, (b->cycle - b->G) / 2));
 	}
-	/* the last sleep, r, or one with no lateness to wait in (T unknown):
-	 * the bin's share past t + k cycles + W (bin_above, as unbounded) wakes
-	 * cold and leaves the window shut; after a halt of G past W it wakes
-	 * cold whatever its length */
-	p = a->window && (k == b->wakes || b->G > w) ? evd__bin_above(i, t + k * b->cycle + w) : 0;
-	return t + k * b->c + (k == b->wakes ? B : bs) +
-	       a->lambda * evd__priced_wake_share(a, r, p, a->window && b->G > w) + p * cold_cost;
+	/* the rest wakes from the sleep it ends, which a halt of G past W
+	 * before it (or the gap's start) makes cold; the share of the bin
+	 * whose sleep outlasts W (last, or bounds past W) wakes cold and
+	 * leaves the window shut */
+	p = a->window && (last || b->G > w) ? evd__bin_above(i, t + k * b->cycle + w) : 0;
+	in_sleep = t + k * b->c + (last ? (double)a->env->sleep_wake_ns : b->bs) + p * cold_cost +
+		   a->lambda * evd__priced_wake_share(a, last ? r : fmin(r, b->G), p,
+						      a->window && (k == 0 ? cold : b->G > w));
+	return (1 - pl) * in_sleep +
+	       pl * (t + (k + 1) * b->c + a->lambda * late_cost(a, g, (b->cycle - b->G) / 2) +
+		     (b->G > w ? cold_cost : 0));
 }
 
 /*
@@ -153,7 +143,6 @@ guard_pick(const struct adaptive *a, const double *w, uint64_t thr, bool cold, u
 {
 	double cost[GUARD_BOUNDS + 1] = { 0 }, t = (double)thr;
 	const struct guard_bound *b[GUARD_BOUNDS];
-	bool c_known = evd__timeout_cpu_known(a->env);
 	int nb = 0, best = 0;
 
 	*span = 0;
@@ -164,19 +153,18 @@ guard_pick(const struct adaptive *a, const double *w, uint64_t thr, bool cold, u
 			b[nb++] = &a->bounds[k];
 	/* gaps shorter than the threshold have no sleep, the same cost under
 	 * every bound; those shorter than the threshold and the least bound
-	 * no timeout, but where a timer's CPU was measured a sleep with one
-	 * armed costs more (evd_policy_env_bounded_sleep_ns): they count too
-	 * (a threshold of never leaves none) */
+	 * no timeout, but a sleep with a timer armed costs more
+	 * (evd_policy_env_bounded_sleep_ns; B where C is not known): they
+	 * count too (a threshold of never leaves none) */
 	if (nb == 0 || thr >= UINT64_MAX - (uint64_t)b[0]->G)
 		return UINT64_MAX;
-	for (int i = c_known ? gap_bin(thr) : gap_bin(thr + (uint64_t)b[0]->G); i < GAP_BINS; i++) {
+	for (int i = gap_bin(thr); i < GAP_BINS; i++) {
 		double g, none;
 
 		/* a bin halved to under 1 % of a gap weighs nothing here (the
 		 * halving empties one only after about 100 halvings): not worth
 		 * a wake latency's log */
-		if (w[i] < 0.01 || (g = a->tab->bin_mid[i]) <= t ||
-		    (!c_known && g <= t + b[0]->G))
+		if (w[i] < 0.01 || (g = a->tab->bin_mid[i]) <= t)
 			continue;
 		none = bin_cost(a, i, g, t, cold);
 		cost[0] += w[i] * none;

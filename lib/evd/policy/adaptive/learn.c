@@ -37,6 +37,7 @@ learn_threshold(struct adaptive *a, bool decay)
 {
 	double all[GAP_BINS] = { 0 }, n[CONTEXTS] = { 0 }, cls[GAP_CONTEXTS][GAP_BINS] = { { 0 } };
 	double wc[CONTEXTS][GAP_BINS]; /* the sums are in double, the histograms float */
+	double tot = 0, lng = 0;
 
 	for (uint32_t c = 0; c < a->n_ctx_used; c++)
 		for (int i = 0; i < GAP_BINS; i++) {
@@ -52,16 +53,11 @@ learn_threshold(struct adaptive *a, bool decay)
 	 * gaps that shut it) outlast it: else the cold rules are the warm ones,
 	 * and a loaded loop pays none of their sums (policies.md, "The host's
 	 * halt window"). */
-	a->win_live = false;
-	if (a->window) {
-		double tot = 0, lng = 0;
-
-		for (int i = 0; i < GAP_BINS; i++) {
-			tot += a->tab->bin_mid[i] >= 4000 ? all[i] : 0;
-			lng += a->tab->bin_mid[i] > (double)a->env->window_ns ? all[i] : 0;
-		}
-		a->win_live = lng > 0.01 * tot;
+	for (int i = 0; i < GAP_BINS; i++) {
+		tot += a->tab->bin_mid[i] >= 4000 ? all[i] : 0;
+		lng += a->tab->bin_mid[i] > (double)a->env->window_ns ? all[i] : 0;
 	}
+	a->win_live = a->window && lng > 0.01 * tot;
 	if (!a->win_live)
 		memset(a->cold_cost, 0, sizeof(a->cold_cost));
 	/* a cold start is priced with the last update's cold_cost: it comes

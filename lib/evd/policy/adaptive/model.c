@@ -22,9 +22,9 @@ bin_at(double x)
 double
 evd__model_cost_at(const struct adaptive *a, double g, double t)
 {
-	if (g <= t)
-		return g;
-	return t + (double)a->env->sleep_wake_ns + a->lambda * priced(a, wake_lat_after(a, g - t, 0));
+	return g <= t ? g
+		      : t + (double)a->env->sleep_wake_ns +
+				a->lambda * priced(a, wake_lat_after(a, g - t, 0));
 }
 
 /* The share of bin i's gaps longer than x, the bin's gaps spread evenly on

@@ -32,8 +32,9 @@ slot_of(struct adaptive *a, uint32_t id)
 	slot = (uint32_t)(oldest - a->slots);
 	memset(a->own_gaps[slot], 0, sizeof(a->own_gaps[slot]));
 	a->rule_cost[slot][0] = a->rule_cost[slot][1] = 0;
-	/* what the superposition learned of this slot was its old source's */
-	evd__superpose_set(a, a->superposed & ~(1u << slot));
+	/* what the superposition learned of this slot was its old source's:
+	 * it waits for the next update, which takes the sources anew */
+	a->superposed = 0;
 	if (a->gap_scored && a->gap_slot == slot)
 		a->gap_scored = false; /* the gap its old source began: nobody's now */
 	c0 = GAP_CONTEXTS * slot;

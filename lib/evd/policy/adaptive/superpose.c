@@ -9,18 +9,15 @@
 #include "adaptive.h"
 
 /* P(gap >= y) for one source's own gaps, from its survival table (each
- * bin's weight spread evenly over the bin, whose edges are @p t_ns; the
- * last bin is open). */
+ * bin's weight spread evenly over the bin, whose edges are @p t_ns: bin 0
+ * starts at 0, and the last, open, ends at 2^64, which spreads it so thin
+ * that it is flat). */
 static double
 survival_at(const uint64_t *t_ns, const float *sv, uint64_t y)
 {
 	int k = gap_bin(y);
-	double lo, hi;
+	double lo = (double)t_ns[k], hi = (double)t_ns[k + 1];
 
-	if (k == GAP_BINS - 1)
-		return sv[k];
-	lo = (double)t_ns[k]; /* t_ns[0] is 0: bin 0 starts there */
-	hi = (double)t_ns[k + 1];
 	return sv[k] - (sv[k] - sv[k + 1]) * ((double)y - lo) / (hi - lo);
 }
 
@@ -60,14 +57,6 @@ superpose_threshold(const struct adaptive *a, uint64_t start)
 	return evd__best_thresholds(a, p, NULL, NULL, NULL);
 }
 
-/* The sources the superposition takes: @p mask when it holds two or more
- * and superpose is on, else none. */
-void
-evd__superpose_set(struct adaptive *a, uint32_t mask)
-{
-	a->superposed = a->superpose && __builtin_popcount(mask) >= 2 ? mask : 0;
-}
-
 /* At an update: the survival tables of the sources' own gaps, and which
  * sources the superposition takes: those followed (a slot with an id)
  * whose own histogram holds YOUNG gaps' weight (decayed, as the contexts'),
@@ -101,7 +90,7 @@ evd__superpose_learn(struct adaptive *a, bool decay)
 		for (int r = 0; decay && r < 2; r++)
 			a->rule_cost[s][r] = halve(a->rule_cost[s][r]);
 	}
-	evd__superpose_set(a, mask);
+	a->superposed = a->superpose && __builtin_popcount(mask) >= 2 ? mask : 0;
 	if (a->superposed != 0)
 		EVD_LOG(DEBUG, "policy adaptive: superposition of %d sources (slots 0x%x); %" PRIu64
 			" idle gaps on its threshold so far", __builtin_popcount(a->superposed),
