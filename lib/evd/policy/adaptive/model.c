@@ -35,13 +35,9 @@ evd__model_cost_at(const struct adaptive *a, double g, double t)
 double
 evd__bin_above(int i, double x)
 {
-	double lo = bin_at(i), hi = bin_at(i + 1);
-
-	if (x <= lo)
-		return 1;
-	if (x >= hi)
-		return 0;
-	return log(hi / x) / log(hi / lo);
+	/* log(bin_at(i + 1) / x) over a bin's width, half an octave, is
+	 * i + 17 - 2 log2(x): one log, where the bin's edges took two pow */
+	return fmin(fmax(i + 17 - 2 * log2(x), 0), 1);
 }
 
 /* A bin's wake of a sleep s, priced: its share @p past (past W: bin_above)
