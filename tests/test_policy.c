@@ -493,7 +493,8 @@ test_adaptive_wake_latency(void)
 	evd_policy_destroy(p);
 }
 
-/* The largest threshold adaptive takes over its 31 young gaps, and in
+/* The largest threshold adaptive takes over its 7 young gaps (the first
+ * update comes at the 8th: LEARN_EARLY in adaptive.h), and in
  * *min the least, each measured as the idle time of its first sleep (rounds
  * of 100 ns); the gaps and the search run to @p limit, past any threshold. */
 static uint64_t
@@ -504,7 +505,7 @@ young_max(const char *spec, uint64_t limit, uint64_t *min)
 
 	*min = UINT64_MAX;
 	CHECK_EQ(evd_policy_create(spec, &p), 0);
-	for (int i = 0; i < 31; i++) {
+	for (int i = 0; i < 7; i++) {
 		uint64_t t;
 
 		now += limit;
@@ -518,7 +519,7 @@ young_max(const char *spec, uint64_t limit, uint64_t *min)
 	return max;
 }
 
-/* While young (under 32 gaps) adaptive spins up to the price of a sleep,
+/* While young (under 8 gaps) adaptive spins up to the price of a sleep,
  * every young gap alike (a randomised draw on [0, price] paid nothing:
  * policies.md, "What each mechanism earns"): B and the priced wake latency,
  * B + lambda L(10 us), not B alone. With lambda set so that lambda L is at
@@ -565,6 +566,22 @@ test_adaptive_young(void)
 	}
 	t = young_max("adaptive:spin_max_us=1", 2 * (b + l) + 1000000, &lo);
 	CHECK(t <= 1000 + 100 && lo + 100 >= 1000);
+	{
+		/* the young rule ends at the 8th gap (a first update then): gaps
+		 * far past B + L are slept at once from there on */
+		struct evd_policy *p;
+		uint64_t limit = 2 * (b + l) + 1000000, now = 1000000000ull;
+
+		CHECK_EQ(evd_policy_create("adaptive", &p), 0);
+		for (int i = 0; i < 10; i++) {
+			now += limit;
+			evd_policy_events(p, now, 1);
+			t = first_sleep(p, now, limit);
+		}
+		printf("young, after 9 gaps of %" PRIu64 " ns: %" PRIu64 " ns\n", limit, t);
+		CHECK(t + 100 < b + l);
+		evd_policy_destroy(p);
+	}
 }
 
 /* The calibrated default: the budget is the measured sleep-and-wake cost. */
