@@ -1234,8 +1234,8 @@ sleep_price(const struct evd_policy_env *env, double g)
  * short gaps (they are rarer the longer the periods the machine's L
  * asks for; at most 2,000,000 arrivals). */
 static void
-superposition_case(const char *spec, unsigned int *short_n, unsigned int *short_polled,
-		   unsigned int *long_n, unsigned int *long_slept)
+superposition_case(const char *spec, int new_every, unsigned int *short_n,
+		   unsigned int *short_polled, unsigned int *long_n, unsigned int *long_slept)
 {
 	const struct evd_policy_env *env = evd_policy_env_get();
 	const double u = sleep_price(env, 10000);
@@ -1276,6 +1276,8 @@ superposition_case(const char *spec, unsigned int *short_n, unsigned int *short_
 			}
 		}
 		now = t;
+		if (new_every > 0 && i % new_every == 0) /* once each, a slot of its own */
+			evd_policy_source_events(p, now, 3 + (uint32_t)(i / new_every), 1);
 		evd_policy_source_events(p, now, a_next ? 1 : 2, 1);
 		evd_policy_events(p, now, 1);
 		if (a_next)
@@ -1300,13 +1302,18 @@ test_adaptive_superposition(void)
 	 * machine's own calibration, where an L(10 us) of 100 us and more
 	 * let the previous gap tell part of it too (one such run: 961 and
 	 * 441 of 1,041). */
-	superposition_case("adaptive", &sn, &sp, &ln, &ls);
-	superposition_case("adaptive:superpose=0", &sn0, &sp0, &ln0, &ls0);
+	superposition_case("adaptive", 0, &sn, &sp, &ln, &ls);
+	superposition_case("adaptive:superpose=0", 0, &sn0, &sp0, &ln0, &ls0);
 	CHECK(sn >= 200 && sn0 == sn && ln >= 200 && ln0 == ln);
 	CHECK(sp >= sn * 8 / 10);
 	CHECK(sp >= sp0 + sn / 4);
 	CHECK(ls >= ln * 9 / 10);
 	CHECK(ls0 >= ln0 * 9 / 10);
+	/* a new source every 100 gaps, each seen once, takes a free slot or
+	 * the least recent one (a source seen once): the two periodic ones
+	 * stay superposed */
+	superposition_case("adaptive", 100, &sn, &sp, &ln, &ls);
+	CHECK(sn >= 200 && sp >= sn * 8 / 10);
 }
 
 /* ---- the latency budget and naps ---- */

@@ -34,7 +34,8 @@ slot_of(struct adaptive *a, uint32_t id)
 	a->rule_cost[slot][0] = a->rule_cost[slot][1] = 0;
 	/* what the superposition learned of this slot was its old source's:
 	 * it waits for the next update, which takes the sources anew */
-	a->superposed = 0;
+	if (a->superposed >> slot & 1)
+		a->superposed = 0;
 	if (a->gap_scored && a->gap_slot == slot)
 		a->gap_scored = false; /* the gap its old source began: nobody's now */
 	c0 = GAP_CONTEXTS * slot;
