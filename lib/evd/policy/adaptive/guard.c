@@ -90,7 +90,7 @@ guard_cost(const struct adaptive *a, int i, double t, const struct guard_bound *
 	double g = a->tab->bin_mid[i], w = (double)a->env->window_ns;
 	double s = g - t, k = fmin(floor(s / b->cycle), b->wakes), pl = 0, p, in_sleep;
 	double r = s - k * b->cycle; /* what is left of the sleep the middle ends in */
-	double cold_cost = a->window ? a->cold_cost[a->tab->bin_ctx[i]] : 0;
+	double cold_cost = a->cold_cost[a->tab->bin_ctx[i]]; /* 0 without a window */
 	bool last = k == b->wakes;
 
 	if (s <= b->G)
