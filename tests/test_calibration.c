@@ -156,9 +156,11 @@ main(int argc, char **argv)
 	CHECK(env->sleep_wake_ns < EVD_ENV_B_MAX_NS);
 	/* L on the wall clock: the delay is in it, at every point (all but the
 	 * 10 ms the producer waits in L(10 ms), to which the shorter points,
-	 * 20 ms, come down; the same in every wake, none is a stall) */
+	 * 20 ms, come down; the same in every wake, none is a stall). A
+	 * producer the scheduler runs late eats into L(10 ms): under load it
+	 * read 4.4 ms; a wake without the delay is under 1 ms. */
 	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++)
-		CHECK(env->wake_ns[k] >= (uint64_t)DELAY_NS / 4);
+		CHECK(env->wake_ns[k] >= (uint64_t)DELAY_NS / 20);
 	/* the sleeper on the caller's CPU, the producer on another */
 	for (unsigned int i = 0; i < ns && i < MAX_SEEN; i++)
 		CHECK_EQ(sleeper_cpu[i], first);
