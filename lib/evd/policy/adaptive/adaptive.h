@@ -228,6 +228,11 @@ double evd__bin_above(int i, double x);
 double evd__priced_wake_share(const struct adaptive *a, double s, double past, bool prev_cold);
 const struct adaptive_tables *evd__tables_get(const struct adaptive *a,
 					      struct adaptive_tables **own);
+/* The bins of @p w that hold gaps, in @p nz (their number returned), and
+ * *@p last one past the longest: a loaded loop's gaps fill few bins, and
+ * thresholds above the longest gap all cost what spinning costs, so the
+ * first of them (which a strict < keeps) ends a search. */
+int evd__bins_held(const double *w, int *nz, int *last);
 uint64_t evd__best_thresholds(const struct adaptive *a, const double *w, uint64_t *cold_t,
 			      double *least_w, double *least_c);
 

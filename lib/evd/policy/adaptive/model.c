@@ -143,6 +143,17 @@ evd__tables_get(const struct adaptive *a, struct adaptive_tables **own)
 	return k < SHARED_TABLES ? tb : (*own = tables_make(a));
 }
 
+int
+evd__bins_held(const double *w, int *nz, int *last)
+{
+	int n = 0;
+
+	for (int i = *last = 0; i < GAP_BINS; i++)
+		if (w[i] > 0)
+			*last = (nz[n++] = i) + 1;
+	return n;
+}
+
 /* The threshold with the least expected cost over a histogram, for a gap
  * that starts warm, and, with a window, one that starts cold (*cold_t), in
  * one pass; their expected costs in *least_w, *least_c if not NULL. With a
@@ -156,16 +167,8 @@ evd__best_thresholds(const struct adaptive *a, const double *w, uint64_t *cold_t
 	const struct adaptive_tables *tb = a->tab;
 	double best = INFINITY, best_c = INFINITY, lambda = a->lambda;
 	uint64_t best_t = 0, best_tc = 0;
-	int nz[GAP_BINS] = { 0 }, n = 0, last = 0;
+	int nz[GAP_BINS], last, n = evd__bins_held(w, nz, &last);
 
-	/* a loaded loop's gaps fill few bins; thresholds above the longest gap
-	 * all cost what spinning costs: the first of them (which the strict <
-	 * below would keep) ends the search */
-	for (int i = 0; i < GAP_BINS; i++)
-		if (w[i] > 0) {
-			nz[n++] = i;
-			last = i + 1;
-		}
 	for (int j = 0; j <= last && tb->t_ns[j] <= a->cap_ns; j++) {
 		/* (cold_cost is 0 unless the window is live: the warm sum's term
 		 * adds nothing then, and the cold sum is not made) */

@@ -58,11 +58,10 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 
 	if (rc < 0)
 		return rc;
-	if (p99_us != 0 && lambda_pct != UINT64_MAX) {
-		EVD_LOG(ERR, "policy adaptive: p99_us=N prices latency itself (a completion later than "
-			"N us against the CPU, the price learned): drop lambda_pct");
-		return -EINVAL;
-	}
+	if (p99_us != 0 && lambda_pct != UINT64_MAX)
+		return EVD_ARG_ERR(-EINVAL, "policy adaptive: p99_us=N prices latency itself (a "
+				   "completion later than N us against the CPU, the price "
+				   "learned): drop lambda_pct");
 	a = evd__zalloc(&mem, sizeof(*a), 0);
 	if (a == NULL)
 		return -ENOMEM;

@@ -12,29 +12,28 @@
  * comes in a late wake's latency is late too (policies.md, "A p99 target"). */
 #define TARGET_SHARE 0.005
 /* The prices weighed: 1 us of CPU a late completion, up in steps of 2^(1/2)
- * to 1 s, past any gap worth spinning through to stay on time. */
+ * to 1 s, past any gap worth spinning through to stay on time; the k-th is
+ * 1000 * 2^(k/2), without a pow (an update runs between polls). */
 #define PRICES 41
-
-static double
-price(int k)
-{
-	return 1000.0 * pow(2.0, k / 2.0);
-}
+#define PRICE(k) ldexp((k) % 2 ? 1000.0 * M_SQRT2 : 1000.0, (k) / 2)
 
 /* A histogram's expected CPU and late completions under each threshold the
- * cap allows; returns how many. */
+ * cap allows, up to one past its longest gap (none late past it: the rest
+ * of @p late is 0); returns how many. It runs in the loop's thread between
+ * polls, so its cost is latency too: the bins that hold gaps only. */
 static int
 sums(const struct adaptive *a, const double *w, double *cpu, double *late)
 {
 	const struct adaptive_tables *tb = a->tab;
-	int nj = 0;
+	int nz[GAP_BINS], last, n = evd__bins_held(w, nz, &last), nj = 0;
 
-	for (int j = 0; j <= GAP_BINS && tb->t_ns[j] <= a->cap_ns; j++, nj++) {
+	for (int j = 0; j <= GAP_BINS; j++) {
 		cpu[j] = late[j] = 0;
-		for (int i = 0; i < GAP_BINS; i++) {
-			cpu[j] += w[i] * tb->cpu[j][i];
-			late[j] += w[i] * tb->lat[j][i];
+		for (int k = 0; j <= last && k < n; k++) {
+			cpu[j] += w[nz[k]] * tb->cpu[j][nz[k]];
+			late[j] += w[nz[k]] * tb->lat[j][nz[k]];
 		}
+		nj += j <= last && tb->t_ns[j] <= a->cap_ns;
 	}
 	return nj;
 }
@@ -60,26 +59,34 @@ double
 evd__target_lambda(const struct adaptive *a, const double *all, double wc[][GAP_BINS],
 		   const double *n)
 {
-	double cpu[GAP_BINS + 1], late[GAP_BINS + 1], over[PRICES] = { 0 }, total = 0, per_gap;
-	int pool[PRICES], nj;
+	/* each histogram's sums, the pooled one's last (26 KB of the loop's stack) */
+	double cpu[CONTEXTS + 1][GAP_BINS + 1], late[CONTEXTS + 1][GAP_BINS + 1], total = 0, most;
+	uint32_t m = a->n_ctx_used;
+	int nj[CONTEXTS + 1], lo = 0, hi = PRICES - 1;
 
 	if (all == NULL)
-		return price(PRICES - 1);
-	nj = sums(a, all, cpu, late);
-	for (int k = 0; k < PRICES; k++)
-		pool[k] = rule_at(cpu, late, nj, price(k));
-	for (uint32_t c = 0; c < a->n_ctx_used; c++) {
-		if (n[c] <= 0)
-			continue;
+		return PRICE(PRICES - 1);
+	for (uint32_t c = 0; c <= m; c++)
+		nj[c] = sums(a, c < m ? wc[c] : all, cpu[c], late[c]);
+	for (uint32_t c = 0; c < m; c++)
 		total += n[c];
-		sums(a, wc[c], cpu, late);
-		for (int k = 0; k < PRICES; k++)
-			over[k] += late[n[c] >= YOUNG ? rule_at(cpu, late, nj, price(k)) : pool[k]];
+	/* a late gap is one late completion (its first); the share is of all
+	 * (an update comes after young_gaps samples: samples > 0) */
+	most = TARGET_SHARE * total * fmax((double)a->completions / (double)a->samples, 1.0);
+	/* Late wakes never grow with the threshold, so a dearer late completion
+	 * picks a rule with no more of them: the share falls as the price rises,
+	 * and halving the ladder finds the least price within it in 6 steps, not
+	 * 41 (the update runs between polls: its time is latency). A context
+	 * with no gaps adds 0. */
+	while (lo < hi) {
+		int k = (lo + hi) / 2, pool = rule_at(cpu[m], late[m], nj[m], PRICE(k));
+		double over = 0;
+
+		for (uint32_t c = 0; c < m; c++)
+			over += late[c][n[c] >= YOUNG ? rule_at(cpu[c], late[c], nj[c], PRICE(k))
+						       : pool];
+		lo = over <= most ? lo : k + 1;
+		hi = over <= most ? k : hi;
 	}
-	/* a late gap is one late completion (its first); the share is of all */
-	per_gap = a->samples > 0 ? fmax((double)a->completions / (double)a->samples, 1.0) : 1.0;
-	for (int k = 0; k < PRICES; k++)
-		if (over[k] <= TARGET_SHARE * total * per_gap)
-			return price(k);
-	return price(PRICES - 1);
+	return PRICE(lo);
 }
