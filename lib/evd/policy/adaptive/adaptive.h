@@ -29,6 +29,10 @@
 #define DECAY_EVERY 4096 /* gaps */
 #define LEARN_EVERY 256 /* idle gaps */
 #define LEARN_EARLY 8   /* idle gaps, until the first decay (and gaps to the first update) */
+/* gaps to the first update: under a target YOUNG, since the young rule
+ * spins there and a p99 is not foretold by 8 gaps (policies.md, "The early
+ * schedule") */
+#define YOUNG_GAPS(a) ((a)->target_ns > 0 ? YOUNG : LEARN_EARLY)
 
 /* The bounds guard_pick weighs: the window's, W, then guard.c's list. */
 #define GUARD_BOUNDS 6
@@ -96,7 +100,6 @@ struct adaptive {
 	double nap_gap, nap_burst; /* at the idle gaps: gap and completions, averaged (naps only) */
 	bool naps_late;       /* naps stopped: they ended too late for the target */
 	uint64_t samples;
-	uint64_t young_gaps;          /* gaps to the first update: LEARN_EARLY, YOUNG under a target */
 	uint64_t completions;         /* over the samples: a p99 is of completions, not gaps */
 	uint64_t pace_end;            /* pacing's epoch ends (pace.c; 0: none under way) */
 	uint64_t last_event_ns;

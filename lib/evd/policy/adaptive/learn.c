@@ -90,8 +90,8 @@ learn_threshold(struct adaptive *a, bool decay)
 			shown_ns(a->rule[c][1].t), a->cold_cost[c]);
 }
 
-/* Young (under young_gaps gaps): the young rule, set at create. Then an
- * update at young_gaps gaps and every LEARN_EARLY idle gaps until the
+/* Young (under YOUNG_GAPS gaps): the young rule, set at create. Then an
+ * update at YOUNG_GAPS gaps and every LEARN_EARLY idle gaps until the
  * first decay, so that a short run does not live on what its first gaps taught,
  * and every LEARN_EVERY after, since each update sums every context's
  * histogram. Only idle gaps count (adaptive_decide counts them and brings
@@ -111,13 +111,13 @@ evd__adaptive_update(struct adaptive *a)
 		cost[0] += evd__model_cost_at(a, g, (double)a->gap_t[0]);
 		cost[1] += evd__model_cost_at(a, g, (double)a->gap_t[1]);
 		a->gap_scored = false;
-		if (a->samples >= a->young_gaps && a->idle_left != 0 && a->samples < a->next_decay) {
+		if (a->samples >= YOUNG_GAPS(a) && a->idle_left != 0 && a->samples < a->next_decay) {
 			a->next_check = a->next_decay; /* nothing else is due */
 			return;
 		}
 	}
-	if (a->samples < a->young_gaps) { /* (an idle gap's count ran out while young) */
-		a->next_check = a->young_gaps;
+	if (a->samples < YOUNG_GAPS(a)) { /* (an idle gap's count ran out while young) */
+		a->next_check = YOUNG_GAPS(a);
 		return;
 	}
 	decay = a->samples >= a->next_decay;

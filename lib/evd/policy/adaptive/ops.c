@@ -98,11 +98,7 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 	}
 	a->idle_left = LEARN_EARLY;
 	a->next_decay = DECAY_EVERY;
-	/* the first update; until then the young rule, which under a target
-	 * spins: a p99 is not foretold by 8 gaps (policies.md, "The early
-	 * schedule") */
-	a->young_gaps = p99_us != 0 ? YOUNG : LEARN_EARLY;
-	a->next_check = a->young_gaps;
+	a->next_check = YOUNG_GAPS(a); /* the first update; until then the young rule */
 	a->last_event_ns = UINT64_MAX;
 	a->last_gap_ns = UINT64_MAX;
 	a->n_ctx_used = GAP_CONTEXTS; /* slot 0: the loop as its one source */

@@ -71,7 +71,7 @@ evd__target_lambda(const struct adaptive *a, const double *all, double wc[][GAP_
 	for (uint32_t c = 0; c < m; c++)
 		total += n[c];
 	/* a late gap is one late completion (its first); the share is of all
-	 * (an update comes after young_gaps samples: samples > 0) */
+	 * (an update comes after YOUNG_GAPS samples: samples > 0) */
 	most = TARGET_SHARE * total * fmax((double)a->completions / (double)a->samples, 1.0);
 	/* Late wakes never grow with the threshold, so a dearer late completion
 	 * picks a rule with no more of them: the share falls as the price rises,
