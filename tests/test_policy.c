@@ -441,6 +441,10 @@ test_adaptive_learns(void)
 	CHECK(t > (env->sleep_wake_ns + env->wake_ns[0]) / 2);
 }
 
+/* A stall of the loop's thread in every gap (test_adaptive_p99_stalls):
+ * the round 1 us into it comes this much later than its 100 ns. */
+static uint64_t live_stall_ns;
+
 /* One gap of g as the loop lives it: polls of 100 ns until the policy
  * sleeps; a sleep ends L after the arrival, and the loop tells the wake,
  * then the completion, at that time. Returns whether it slept. */
@@ -449,7 +453,7 @@ live_gap(struct evd_policy *p, uint64_t *now, uint64_t g)
 {
 	const struct evd_policy_env *env = evd_policy_env_get();
 
-	for (uint64_t idle = 0; idle < g; idle += 100) {
+	for (uint64_t idle = 0; idle < g; idle += idle == 1000 ? 100 + live_stall_ns : 100) {
 		struct evd_policy_input in = { .now_ns = *now + idle, .idle_ns = idle,
 					       .idle_rounds = idle / 100 + 1, .last_burst = 1,
 					       .n_sources = 1 };
@@ -2199,6 +2203,28 @@ test_adaptive_p99(void)
 	CHECK_EQ(evd_policy_create("adaptive:p99_us=0", &(struct evd_policy *){ NULL }), -EINVAL);
 }
 
+/* p99_us=N where the machine itself stalls the loop: what arrives in a
+ * stall longer than N is late whatever the policy does, so the share a
+ * p99 allows is the stalls' first. A stall of N + 2 us in every 30 us gap
+ * (about 5 % of the time polled past N) leaves the policy none: it sleeps
+ * none of the long gaps it slept without stalls; stalls of N or less take
+ * nothing, and it sleeps them as before. */
+static void
+test_adaptive_p99_stalls(void)
+{
+	uint64_t s, l;
+
+	live_stall_ns = 4800; /* the round comes 4.9 us after the last: not past N */
+	s = p99_mix("adaptive:p99_us=5", 200, &l);
+	printf("  stalls of 4.8 us at p99_us=5: %" PRIu64 " slept, %" PRIu64 " of them long\n", s, l);
+	CHECK(s <= 20 && l >= 5);
+	live_stall_ns = 7000;
+	s = p99_mix("adaptive:p99_us=5", 200, &l);
+	printf("  stalls of 7 us at p99_us=5: %" PRIu64 " slept\n", s);
+	CHECK_EQ(s, 0);
+	live_stall_ns = 0;
+}
+
 /* Give the process's policies an environment (before any is created): B,
  * then L after 10 us, 100 us, 1 ms and 10 ms. */
 static void
@@ -2251,6 +2277,7 @@ main(int argc, char **argv)
 	if (argc > 1 && strcmp(argv[1], "p99") == 0) {
 		on_env(5581, 10773, 10773, 86585, 101382); /* calibration-score.txt's */
 		TEST(test_adaptive_p99);
+		TEST(test_adaptive_p99_stalls);
 		return 0;
 	}
 	if (argc > 1 && strcmp(argv[1], "pace") == 0) {

@@ -99,6 +99,11 @@ struct adaptive {
 	bool napping;         /* the last action was a nap (on_wake: a nap's end) */
 	double nap_gap, nap_burst; /* at the idle gaps: gap and completions, averaged (naps only) */
 	bool naps_late;       /* naps stopped: they ended too late for the target */
+	/* under a target, the machine's stalls (decide.c): when the next round
+	 * is due (0: the last action a wait), and the share of the time polled
+	 * that rounds came more than N after it */
+	uint64_t resume_ns;
+	double stalled;
 	uint64_t samples;
 	uint64_t completions;         /* over the samples: a p99 is of completions, not gaps */
 	uint64_t pace_end;            /* pacing's epoch ends (pace.c; 0: none under way) */

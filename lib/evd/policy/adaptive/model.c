@@ -185,14 +185,10 @@ evd__best_thresholds(const struct adaptive *a, const double *w, uint64_t *cold_t
 							   ? cold_cost
 							   : past * cold_cost));
 		}
-		if (cost_c < best_c) {
-			best_c = cost_c;
-			best_tc = tb->t_ns[j];
-		}
-		if (cost < best) {
-			best = cost;
-			best_t = tb->t_ns[j];
-		}
+		best_tc = cost_c < best_c ? tb->t_ns[j] : best_tc; /* (the first of equal costs) */
+		best_c = fmin(cost_c, best_c);
+		best_t = cost < best ? tb->t_ns[j] : best_t;
+		best = fmin(cost, best);
 	}
 	if (least_w != NULL)
 		*least_w = best;

@@ -103,9 +103,6 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 	a->last_gap_ns = UINT64_MAX;
 	a->n_ctx_used = GAP_CONTEXTS; /* slot 0: the loop as its one source */
 	evd__young_threshold(a);
-	EVD_LOG(DEBUG, "policy adaptive: B %" PRIu64 " ns, lambda %.2f, cap %" PRIu64 " ns, "
-		"p99 target %.0f ns, nap %" PRIu64 " ns", env->sleep_wake_ns, a->lambda, a->cap_ns,
-		a->target_ns, a->nap_ns);
 	*state = a;
 	return 0;
 }
@@ -183,9 +180,10 @@ adaptive_describe(const void *st, char *buf, size_t len)
 	for (int c = 0; c < GAP_CONTEXTS; c++)
 		t[c] = __atomic_load_n(&a->rule[c0 + c][0].t, __ATOMIC_RELAXED);
 	snprintf(buf, len, "gaps=%" PRIu64 " spin_ns=%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
-		 " nap_ns=%" PRIu64 " busy_pause_ns=%" PRIu64 " B_ns=%" PRIu64, samples, shown_ns(t[0]),
-		 shown_ns(t[1]), shown_ns(t[2]), shown_ns(t[3]), a->nap_ns,
-		 __atomic_load_n(&a->pace_ns, __ATOMIC_RELAXED), a->env->sleep_wake_ns);
+		 " nap_ns=%" PRIu64 " busy_pause_ns=%" PRIu64 " stalled_ppm=%.0f B_ns=%" PRIu64,
+		 samples, shown_ns(t[0]), shown_ns(t[1]), shown_ns(t[2]), shown_ns(t[3]), a->nap_ns,
+		 __atomic_load_n(&a->pace_ns, __ATOMIC_RELAXED),
+		 1e6 * a->stalled, a->env->sleep_wake_ns);
 }
 
 const struct evd_policy_ops evd__adaptive_policy = {

@@ -8,9 +8,11 @@
 
 #include "adaptive.h"
 
-/* Half the 1 % a p99 allows: the histograms lag the traffic, and what
- * comes in a late wake's latency is late too (policies.md, "A p99 target"). */
-#define TARGET_SHARE 0.005
+/* The share of completions a p99 allows late. The machine's own stalls
+ * take theirs first, and the policy plans for half of what they leave: the
+ * histograms lag the traffic, and what comes in a late wake's latency is
+ * late too (policies.md, "A p99 target"). */
+#define P99_SHARE 0.01
 /* The prices weighed: 1 us of CPU a late completion, up in steps of 2^(1/2)
  * to 1 s, past any gap worth spinning through to stay on time; the k-th is
  * 1000 * 2^(k/2), without a pow (an update runs between polls). */
@@ -45,15 +47,14 @@ rule_at(const double *cpu, const double *late, int nj, double lambda)
 	int best = 0;
 
 	for (int j = 1; j < nj; j++)
-		if (cpu[j] + lambda * late[j] < cpu[best] + lambda * late[best])
-			best = j;
+		best = cpu[j] + lambda * late[j] < cpu[best] + lambda * late[best] ? j : best;
 	return best;
 }
 
 /* The least price under which the rules the update would set (a context's
  * own where it holds YOUNG gaps, else the pooled one, each as a warm start)
- * leave TARGET_SHARE of the gaps late or less; the dearest where none does,
- * or with no histograms yet (@p all NULL). @p wc: each context's histogram,
+ * leave the share planned for late or less; the dearest where none does, or
+ * with no histograms yet (@p all NULL). @p wc: each context's histogram,
  * @p n its weight. */
 double
 evd__target_lambda(const struct adaptive *a, const double *all, double wc[][GAP_BINS],
@@ -66,13 +67,14 @@ evd__target_lambda(const struct adaptive *a, const double *all, double wc[][GAP_
 
 	if (all == NULL)
 		return PRICE(PRICES - 1);
-	for (uint32_t c = 0; c <= m; c++)
+	for (uint32_t c = 0; c <= m; c++) {
 		nj[c] = sums(a, c < m ? wc[c] : all, cpu[c], late[c]);
-	for (uint32_t c = 0; c < m; c++)
-		total += n[c];
+		total += c < m ? n[c] : 0;
+	}
 	/* a late gap is one late completion (its first); the share is of all
 	 * (an update comes after YOUNG_GAPS samples: samples > 0) */
-	most = TARGET_SHARE * total * fmax((double)a->completions / (double)a->samples, 1.0);
+	most = fmax(P99_SHARE - a->stalled, 0) / 2 * total *
+	       fmax((double)a->completions / (double)a->samples, 1.0);
 	/* Late wakes never grow with the threshold, so a dearer late completion
 	 * picks a rule with no more of them: the share falls as the price rises,
 	 * and halving the ladder finds the least price within it in 6 steps, not

@@ -20,7 +20,7 @@ evd__window_learn(struct adaptive *a, double cls[][GAP_BINS])
 	double cold_cost[GAP_CONTEXTS];
 
 	for (int c = 0; c < GAP_CONTEXTS; c++) {
-		double m = 0, warm, cold;
+		double m = 0, warm = 0, cold = 0;
 
 		for (int i = 0; i < GAP_BINS; i++) {
 			m += cls[c][i];
@@ -28,11 +28,9 @@ evd__window_learn(struct adaptive *a, double cls[][GAP_BINS])
 		}
 		for (int i = 0; i < GAP_BINS; i++)
 			a->cdf[c][i] = m > 0 ? a->cdf[c][i] / m : 0;
-		cold_cost[c] = 0;
-		if (m <= 0)
-			continue;
-		evd__best_thresholds(a, cls[c], NULL, &warm, &cold);
-		cold_cost[c] = fmax((cold - warm) / m, 0);
+		if (m > 0)
+			evd__best_thresholds(a, cls[c], NULL, &warm, &cold);
+		cold_cost[c] = m > 0 ? fmax((cold - warm) / m, 0) : 0;
 	}
 	memcpy(a->cold_cost, cold_cost, sizeof(cold_cost));
 }
