@@ -441,9 +441,13 @@ test_adaptive_learns(void)
 	CHECK(t > (env->sleep_wake_ns + env->wake_ns[0]) / 2);
 }
 
-/* A stall of the loop's thread in every gap (test_adaptive_p99_stalls):
- * the round 1 us into it comes this much later than its 100 ns. */
-static uint64_t live_stall_ns;
+/* test_adaptive_p99_stalls: 1 us into each gap (under 1 ms long, with
+ * live_stall_short), the loop stalls live_stall_ns past its 100 ns round
+ * (an arrival within the stall is found by the round that ends it), or
+ * waits live_wait_ns outside its round, a wait that times out; after each
+ * gap that it spins through, a busy streak of live_busy_ns. */
+static uint64_t live_stall_ns, live_wait_ns, live_busy_ns;
+static bool live_stall_short;
 
 /* One gap of g as the loop lives it: polls of 100 ns until the policy
  * sleeps; a sleep ends L after the arrival, and the loop tells the wake,
@@ -452,8 +456,9 @@ static bool
 live_gap(struct evd_policy *p, uint64_t *now, uint64_t g)
 {
 	const struct evd_policy_env *env = evd_policy_env_get();
+	uint64_t idle, stall = live_stall_short && g >= 1000000 ? 0 : live_stall_ns;
 
-	for (uint64_t idle = 0; idle < g; idle += idle == 1000 ? 100 + live_stall_ns : 100) {
+	for (idle = 0; idle < g; idle += idle == 1000 ? 100 + stall + live_wait_ns : 100) {
 		struct evd_policy_input in = { .now_ns = *now + idle, .idle_ns = idle,
 					       .idle_rounds = idle / 100 + 1, .last_burst = 1,
 					       .n_sources = 1 };
@@ -467,9 +472,16 @@ live_gap(struct evd_policy *p, uint64_t *now, uint64_t g)
 			evd_policy_events(p, *now, 1);
 			return true;
 		}
+		if (idle == 1000 && live_wait_ns != 0)
+			evd_policy_wake(p, *now + idle + 100 + live_wait_ns, live_wait_ns,
+					EVD_WAKE_TIMEOUT);
 	}
-	*now += g;
+	*now += stall != 0 ? idle : g; /* a stall past the arrival: found at its end */
 	evd_policy_events(p, *now, 1);
+	if (live_busy_ns != 0) { /* the streak's later rounds, told at its end */
+		*now += live_busy_ns;
+		evd_policy_events(p, *now, 100);
+	}
 	return false;
 }
 
@@ -2203,12 +2215,14 @@ test_adaptive_p99(void)
 	CHECK_EQ(evd_policy_create("adaptive:p99_us=0", &(struct evd_policy *){ NULL }), -EINVAL);
 }
 
-/* p99_us=N where the machine itself stalls the loop: what arrives in a
- * stall longer than N is late whatever the policy does, so the share a
- * p99 allows is the stalls' first. A stall of N + 2 us in every 30 us gap
- * (about 5 % of the time polled past N) leaves the policy none: it sleeps
- * none of the long gaps it slept without stalls; stalls of N or less take
- * nothing, and it sleeps them as before. */
+/* p99_us=N where the loop stalls (its thread descheduled, the vCPU taken):
+ * what arrives in a stall longer than N is late whatever the policy does,
+ * so the share a p99 allows is the stalls' first. A stall of N + 2 us in
+ * every 30 us gap (about 5 % of the time polled past N) leaves the policy
+ * none: it sleeps none of the long gaps it slept without stalls; stalls of
+ * N or less take nothing, nor do waits outside the round or busy streaks;
+ * and a stall that an arrival ends counts as much as one that an empty
+ * round ends. */
 static void
 test_adaptive_p99_stalls(void)
 {
@@ -2223,6 +2237,24 @@ test_adaptive_p99_stalls(void)
 	printf("  stalls of 7 us at p99_us=5: %" PRIu64 " slept\n", s);
 	CHECK_EQ(s, 0);
 	live_stall_ns = 0;
+	live_wait_ns = 7000;
+	s = p99_mix("adaptive:p99_us=5", 200, &l);
+	printf("  waits of 7 us outside the round: %" PRIu64 " slept, %" PRIu64 " long\n", s, l);
+	CHECK(s <= 20 && l >= 5);
+	live_wait_ns = 0;
+	live_busy_ns = 20000; /* a busy streak is the loop at work, not stalled */
+	s = p99_mix("adaptive:p99_us=5", 200, &l);
+	printf("  busy streaks of 20 us: %" PRIu64 " slept, %" PRIu64 " long\n", s, l);
+	CHECK(s <= 20 && l >= 5);
+	live_busy_ns = 0;
+	/* each 30 us gap's arrival comes within its stall, no long gap stalls */
+	live_stall_ns = 35000;
+	live_stall_short = true;
+	s = p99_mix("adaptive:p99_us=5", 200, &l);
+	printf("  stalls of 35 us that arrivals end: %" PRIu64 " slept\n", s);
+	CHECK_EQ(s, 0);
+	live_stall_ns = 0;
+	live_stall_short = false;
 }
 
 /* Give the process's policies an environment (before any is created): B,

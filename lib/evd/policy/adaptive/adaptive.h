@@ -74,7 +74,7 @@ struct adaptive_tables {
 	double lat_cold[GAP_BINS + 1][GAP_BINS]; /* with a window: the sleep's wake cold */
 	float past[GAP_BINS + 1][GAP_BINS]; /* with a window: the share past t + W */
 	uint64_t t_ns[GAP_BINS + 1];
-	double bin_mid[GAP_BINS];          /* bin_at(i + 0.5) */
+	double bin_mid[GAP_BINS];          /* BIN_AT(i + 0.5) */
 	int bin_ctx[GAP_BINS];           /* gap_context(bin_mid[i]) */
 };
 
@@ -99,9 +99,9 @@ struct adaptive {
 	bool napping;         /* the last action was a nap (on_wake: a nap's end) */
 	double nap_gap, nap_burst; /* at the idle gaps: gap and completions, averaged (naps only) */
 	bool naps_late;       /* naps stopped: they ended too late for the target */
-	/* under a target, the machine's stalls (decide.c): when the next round
-	 * is due (0: the last action a wait), and the share of the time polled
-	 * that rounds came more than N after it */
+	/* under a target, the loop's stalls (stall_seen): when the next round
+	 * is due, and the share of the time polled that rounds came more than N
+	 * after it */
 	uint64_t resume_ns;
 	double stalled;
 	uint64_t samples;
@@ -218,6 +218,23 @@ seen_gap(const struct adaptive *a, uint64_t now, uint64_t last)
 	uint64_t g = now - last, late = now == a->wake_at_ns ? a->wake_late_ns : 0;
 
 	return g > late ? g - late : 0;
+}
+
+/* Under a target, a round at @p now after a poll that was due at resume_ns
+ * (0: the last action a wait, or a round came since): a round more than N
+ * late was a stall of the loop (the thread descheduled, the vCPU taken, the
+ * application's own work between rounds), and what arrives in one is late
+ * whatever the policy does, so its share is not the policy's (target.c).
+ * The share of the time polled, over the last 2^27 ns (134 ms) of it; a
+ * round later than that is a loop run again after a stop. */
+static inline void
+stall_seen(struct adaptive *a, uint64_t now)
+{
+	double d = (double)(now - a->resume_ns);
+
+	if (a->target_ns > 0 && a->resume_ns != 0 && now > a->resume_ns && d < 0x1p27)
+		a->stalled += d * 0x1p-27 * (fmax(d - a->target_ns, 0) / d - a->stalled);
+	a->resume_ns = 0;
 }
 
 /* L of a sleep of g after a halt of @p prev (the window's state); L is flat

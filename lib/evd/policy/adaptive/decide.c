@@ -32,18 +32,7 @@ evd__adaptive_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
 	const struct rule *r;
 
 	a->busy = false; /* (at any empty round: the first may have been evd_loop_poll()'s) */
-	/* Under a target, a round after a poll (not a wait, which sets no
-	 * resume_ns) that came more than N after it was due: the machine's stall
-	 * (the thread descheduled, the vCPU taken), and what arrives in one is
-	 * late whatever the policy does, so its share is not the policy's
-	 * (target.c); the share over the last 2^27 ns (134 ms) polled */
-	if (a->target_ns > 0 && in->idle_rounds > 1 && a->resume_ns != 0 &&
-	    in->now_ns > a->resume_ns) {
-		double d = (double)(in->now_ns - a->resume_ns), k = fmin(d * 0x1p-27, 1);
-
-		a->stalled += k * (fmax(d - a->target_ns, 0) / d - a->stalled);
-	}
-	a->resume_ns = 0;
+	stall_seen(a, in->now_ns); /* an empty round's (one that finds work: adaptive_events) */
 	if (in->idle_rounds == 1) { /* the first empty round of a gap: an idle gap */
 		if (a->idle_left != 0 && --a->idle_left == 0)
 			a->next_check = 0;

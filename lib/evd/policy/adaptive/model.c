@@ -10,12 +10,8 @@
 #include "adaptive.h"
 
 /* The gap at x bins from 256 ns (two bins an octave): bin i spans
- * [bin_at(i), bin_at(i + 1)), its middle bin_at(i + 0.5) on log g. */
-static double
-bin_at(double x)
-{
-	return 256.0 * pow(2.0, x / 2.0);
-}
+ * [BIN_AT(i), BIN_AT(i + 1)), its middle BIN_AT(i + 0.5) on log g. */
+#define BIN_AT(x) (256.0 * pow(2.0, (x) / 2.0))
 
 /* The model's cost of a gap g under threshold t, as it starts warm: spun
  * through (g <= t), or t spun, then a sleep (B) and its priced wake. */
@@ -35,7 +31,7 @@ evd__model_cost_at(const struct adaptive *a, double g, double t)
 double
 evd__bin_above(int i, double x)
 {
-	/* log(bin_at(i + 1) / x) over a bin's width, half an octave, is
+	/* log(BIN_AT(i + 1) / x) over a bin's width, half an octave, is
 	 * i + 17 - 2 log2(x): one log, where the bin's edges took two pow */
 	return fmin(fmax(i + 17 - 2 * log2(x), 0), 1);
 }
@@ -67,7 +63,7 @@ bin_lat(const struct adaptive *a, int i, double t, double past, bool cold)
 	double sum = 0;
 
 	for (int k = 0; k < points; k++) {
-		double g = bin_at(i + (k + 0.5) / points);
+		double g = BIN_AT(i + (k + 0.5) / points);
 
 		if (g > t)
 			sum += evd__priced_wake_share(a, g - t, past, cold);
@@ -86,11 +82,11 @@ tables_make(const struct adaptive *a)
 		return NULL;
 	tb->target_ns = a->target_ns;
 	for (int i = 0; i < GAP_BINS; i++) {
-		tb->bin_mid[i] = bin_at(i + 0.5);
+		tb->bin_mid[i] = BIN_AT(i + 0.5);
 		tb->bin_ctx[i] = gap_context((uint64_t)tb->bin_mid[i]);
 	}
 	for (int j = 0; j <= GAP_BINS; j++) {
-		double t = j == 0 ? 0 : j == GAP_BINS ? INFINITY : bin_at(j);
+		double t = j == 0 ? 0 : j == GAP_BINS ? INFINITY : BIN_AT(j);
 
 		tb->t_ns[j] = j == GAP_BINS ? UINT64_MAX : (uint64_t)t;
 		for (int i = 0; i < GAP_BINS; i++) {

@@ -126,6 +126,7 @@ adaptive_events(void *st, uint64_t now, uint32_t n)
 	struct adaptive *a = st;
 	uint64_t last = a->last_event_ns;
 
+	stall_seen(a, now); /* (a stall that an arrival ended: this round's) */
 	a->completions += n;
 	a->last_event_ns = now;
 	if (likely(now >= last)) { /* UINT64_MAX before the first */
@@ -162,6 +163,7 @@ adaptive_wake(void *st, uint64_t now, uint64_t slept, enum evd_wake_reason why)
 	a->wake_late_ns = why == EVD_WAKE_NOTIFY
 				  ? (uint64_t)wake_lat_after(a, (double)slept, a->cold ? INFINITY : 0) : 0;
 	a->wake_at_ns = now;
+	a->resume_ns = 0; /* a wait's end, no stall (one done outside the loop's round too) */
 	if (a->window)
 		evd__window_wake(a, slept, why);
 	evd__nap_wake(a, slept, why);

@@ -49,13 +49,11 @@ slot_of(struct adaptive *a, uint32_t id)
 }
 
 void
-evd__adaptive_source_events(void *st, uint64_t now, uint32_t id, uint32_t n)
+evd__adaptive_source_events(void *st, uint64_t now, uint32_t id, uint32_t n __rte_unused)
 {
 	struct adaptive *a = st;
-	struct source_slot *sl;
+	struct source_slot *sl = slot_of(a, id);
 
-	RTE_SET_USED(n);
-	sl = slot_of(a, id);
 	if (sl->last_ns != 0 && now >= sl->last_ns) { /* its own gap (superposition) */
 		uint32_t s = (uint32_t)(sl - a->slots);
 

@@ -8,10 +8,11 @@
 
 #include "adaptive.h"
 
-/* The share of completions a p99 allows late. The machine's own stalls
- * take theirs first, and the policy plans for half of what they leave: the
- * histograms lag the traffic, and what comes in a late wake's latency is
- * late too (policies.md, "A p99 target"). */
+/* The share of completions a p99 allows late. The loop's stalls take
+ * theirs first (a share of time, which arrivals land in as often), and the
+ * policy plans for half of what they leave: the histograms lag the
+ * traffic, and what comes in a late wake's latency is late too
+ * (policies.md, "A p99 target"). */
 #define P99_SHARE 0.01
 /* The prices weighed: 1 us of CPU a late completion, up in steps of 2^(1/2)
  * to 1 s, past any gap worth spinning through to stay on time; the k-th is
