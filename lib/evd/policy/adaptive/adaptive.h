@@ -220,21 +220,29 @@ seen_gap(const struct adaptive *a, uint64_t now, uint64_t last)
 	return g > late ? g - late : 0;
 }
 
-/* Under a target, a round at @p now after a poll that was due at resume_ns
- * (0: the last action a wait, or a round came since): a round more than N
- * late was a stall of the loop (the thread descheduled, the vCPU taken, the
- * application's own work between rounds), and what arrives in one is late
- * whatever the policy does, so its share is not the policy's (target.c).
- * The share of the time polled, over the last 2^27 ns (134 ms) of it; a
- * round later than that is a loop run again after a stop. */
+/* The time polled over which the share of stalls is taken (134 ms); a
+ * round later than this is a loop run again after a stop. */
+#define STALL_SPAN_NS 0x1p27
+
+/* A round at @p now after a poll that was due at resume_ns (set under a
+ * target only; 0: none, the last action a wait, or a round came since): a
+ * round more than N late was a stall of the loop (the thread descheduled,
+ * the vCPU taken, the application's own work between rounds), and what
+ * arrives in one is late whatever the policy does, so its share is not the
+ * policy's (target.c). The share moves by d / STALL_SPAN_NS of the way to
+ * this round's, (d - N)+ / d, with no division: it runs at every empty
+ * round (and, out of line, at a busy streak's first: adaptive_rare).
+ * Without a target, a load and a branch. */
 static inline void
 stall_seen(struct adaptive *a, uint64_t now)
 {
-	double d = (double)(now - a->resume_ns);
+	if (a->resume_ns != 0) {
+		/* (now before it: past the span; no fmax: a libm call, registers saved) */
+		double d = (double)(now - a->resume_ns), late = d > a->target_ns ? d - a->target_ns : 0;
 
-	if (a->target_ns > 0 && a->resume_ns != 0 && now > a->resume_ns && d < 0x1p27)
-		a->stalled += d * 0x1p-27 * (fmax(d - a->target_ns, 0) / d - a->stalled);
-	a->resume_ns = 0;
+		a->stalled += d < STALL_SPAN_NS ? (late - d * a->stalled) / STALL_SPAN_NS : 0;
+		a->resume_ns = 0;
+	}
 }
 
 /* L of a sleep of g after a halt of @p prev (the window's state); L is flat

@@ -54,7 +54,7 @@ evd__adaptive_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
 	if (in->idle_ns < a->threshold_ns) {
 		/* no pause past the threshold: the sleep it ends in is the model's */
 		*arg = RTE_MIN(a->pace_ns, a->threshold_ns - in->idle_ns);
-		a->resume_ns = in->now_ns + *arg;
+		a->resume_ns = a->target_ns > 0 ? in->now_ns + *arg : 0; /* stall_seen's due time */
 		return *arg != 0 ? EVD_ACTION_PAUSE : EVD_ACTION_POLL;
 	}
 	/* bounded for the rule's span past the threshold (its timeouts, each a

@@ -181,10 +181,11 @@ evd__best_thresholds(const struct adaptive *a, const double *w, uint64_t *cold_t
 							   ? cold_cost
 							   : past * cold_cost));
 		}
-		best_tc = cost_c < best_c ? tb->t_ns[j] : best_tc; /* (the first of equal costs) */
-		best_c = fmin(cost_c, best_c);
+		/* the first of equal costs (no fmin: a libm call per threshold) */
+		best_tc = cost_c < best_c ? tb->t_ns[j] : best_tc;
+		best_c = cost_c < best_c ? cost_c : best_c;
 		best_t = cost < best ? tb->t_ns[j] : best_t;
-		best = fmin(cost, best);
+		best = cost < best ? cost : best;
 	}
 	if (least_w != NULL)
 		*least_w = best;

@@ -108,10 +108,11 @@ adaptive_create(const struct evd_policy_param *p, unsigned int n, const struct e
 }
 
 /* What a round's completions rarely call for: the end of pacing's epoch,
- * an update. */
+ * an update; under a target, the stall an arrival ended (this round's). */
 static void __attribute__((noinline))
 adaptive_rare(struct adaptive *a, uint64_t now)
 {
+	stall_seen(a, now);
 	if (now >= a->pace_end)
 		evd__pace_epoch(a, now);
 	if (a->samples >= a->next_check)
@@ -126,7 +127,6 @@ adaptive_events(void *st, uint64_t now, uint32_t n)
 	struct adaptive *a = st;
 	uint64_t last = a->last_event_ns;
 
-	stall_seen(a, now); /* (a stall that an arrival ended: this round's) */
 	a->completions += n;
 	a->last_event_ns = now;
 	if (likely(now >= last)) { /* UINT64_MAX before the first */
@@ -149,7 +149,7 @@ adaptive_events(void *st, uint64_t now, uint32_t n)
 	 * line, and as a tail call, so that the common path saves no registers
 	 * (its cost: doc/guides/policies.md, "Adaptive's state"); the gap's
 	 * rule is taken at its first empty round (decide.c) */
-	if (unlikely(a->samples >= a->next_check || now >= a->pace_end))
+	if (unlikely(a->samples >= a->next_check || now >= a->pace_end || a->resume_ns != 0))
 		adaptive_rare(a, now);
 }
 
