@@ -563,8 +563,10 @@ test_adaptive_young(void)
 	printf("young, %s: %" PRIu64 "..%" PRIu64 " ns (price %" PRIu64 " ns)\n", spec, lo, t, price);
 	CHECK(t <= price + 100 && t - lo <= 100);
 	CHECK(lo > b + 100);
+	/* (and the tail of the wakes' spread: p99_us prices it) */
 	most = RTE_MAX(env->wake_ns[EVD_ENV_WAKE_POINTS - 1],
-		       env->window_ns != 0 ? env->cold_wake_ns : 0);
+		       env->window_ns != 0 ? env->cold_wake_ns : 0) +
+	       (env->wake_p99_ns > l ? env->wake_p99_ns - l : 0);
 	snprintf(spec, sizeof(spec), "adaptive:nap=0,p99_us=%" PRIu64, most / 1000 + 1);
 	t = young_max(spec, 2 * b + 1000000, &lo);
 	printf("young, %s: %" PRIu64 "..%" PRIu64 " ns\n", spec, lo, t);
@@ -2257,6 +2259,24 @@ test_adaptive_p99_stalls(void)
 	live_stall_short = false;
 }
 
+/* p99_us=N prices the wakes' spread (the environment's 99th percentile
+ * here 14 us, 3.2 over L): 30 us gaps (and one of 2 ms in 400), which
+ * sleep where N is over L (2000 of 2000 at N = 12 without the percentile),
+ * spin at N = 12 (a wake of L late one time in ten) and sleep at N = 20,
+ * where the tail leaves them on time. */
+static void
+test_adaptive_p99_spread(void)
+{
+	uint64_t s, l;
+
+	s = p99_mix("adaptive:p99_us=12", 400, &l);
+	printf("  p99_us=12, p99 of L 14 us: %" PRIu64 " of 2000 slept\n", s);
+	CHECK(s <= 20);
+	s = p99_mix("adaptive:p99_us=20", 400, &l);
+	printf("  p99_us=20: %" PRIu64 " of 2000 slept\n", s);
+	CHECK(s > 900);
+}
+
 /* Give the process's policies an environment (before any is created): B,
  * then L after 10 us, 100 us, 1 ms and 10 ms. */
 static void
@@ -2310,6 +2330,18 @@ main(int argc, char **argv)
 		on_env(5581, 10773, 10773, 86585, 101382); /* calibration-score.txt's */
 		TEST(test_adaptive_p99);
 		TEST(test_adaptive_p99_stalls);
+		return 0;
+	}
+	if (argc > 1 && strcmp(argv[1], "p99-spread") == 0) {
+		const struct evd_policy_env e = {
+			.sleep_wake_ns = 5581,
+			.wake_at_ns = { 10000, 100000, 1000000, 10000000 },
+			.wake_ns = { 10773, 10773, 86585, 101382 },
+			.wake_p99_ns = 14000,
+		};
+
+		CHECK_EQ(evd_policy_env_set(&e), 0);
+		TEST(test_adaptive_p99_spread);
 		return 0;
 	}
 	if (argc > 1 && strcmp(argv[1], "pace") == 0) {

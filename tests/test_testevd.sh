@@ -133,7 +133,7 @@ assert all(r["floor"] == h and r["hindsight_context_ratio"] == hc for r in a), a
 # a file without C, W and Lc: none (B stands in for C, every wake is L's)
 assert all(r["calibration"] == {"given": True, "b_ns": 5000, "wake_at_ns": [10000, 100000, 1000000, 10000000],
                                 "wake_ns": [16000, 16000, 19000, 25000], "timeout_ns": [0, 0],
-                                "window_ns": 0, "cold_wake_ns": 0, "timer_late_from": "given",
+                                "window_ns": 0, "cold_wake_ns": 0, "wake_p99_ns": 0, "timer_late_from": "given",
                                 "timer_late_ns": [1000000000] * 4} for r in a), a[0]["calibration"]
 assert hc <= 1.001, f"one threshold per context should match the oracle here: {hc}"
 assert h >= 1.10, f"no single threshold should come near the oracle here: {h}"

@@ -156,8 +156,8 @@ report_json_calibration(FILE *f)
 	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++)
 		fprintf(f, "%s%" PRIu64, k ? ", " : "", e->wake_ns[k]);
 	fprintf(f, "], \"timeout_ns\": [%" PRIu64 ", %" PRIu64 "], \"window_ns\": %" PRIu64
-		", \"cold_wake_ns\": %" PRIu64, e->timeout_ns[0], e->timeout_ns[1], e->window_ns,
-		e->cold_wake_ns);
+		", \"cold_wake_ns\": %" PRIu64 ", \"wake_p99_ns\": %" PRIu64, e->timeout_ns[0],
+		e->timeout_ns[1], e->window_ns, e->cold_wake_ns, e->wake_p99_ns);
 	/* how late naps and timeouts end, as policies and --score price them */
 	fprintf(f, ", \"timer_late_from\": \"%s\", \"timer_late_ns\": [",
 		e->timeout_late_ns[0] == 0 ? "L" : given ? "given" : "measured");

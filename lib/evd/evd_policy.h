@@ -194,6 +194,11 @@ struct evd_policy_env {
 	 * trimmed mean of the calibration's 100 us sleeps after 2 ms ones);
 	 * measured even where window_ns is 0. */
 	uint64_t cold_wake_ns;
+	/** The 99th percentile of the counted wakes at wake_at_ns[0] (stalls
+	 * out), for a p99 target, which asks whether a wake is late, not what it
+	 * costs on average: adaptive takes L(g) + wake_p99_ns - wake_ns[0] for
+	 * it. 0: not measured (a given environment may leave it 0: L stands). */
+	uint64_t wake_p99_ns;
 };
 
 /** The CPU price of a timed wait of @p g that ends by its timeout: C(g)

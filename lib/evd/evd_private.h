@@ -28,7 +28,7 @@ extern int evd__logtype;
 
 /* The calibration's wakes per point, at most, its reduction of them to L,
  * and its window (evd_costs.c; tests/test_cal_reduce.c). */
-#define EVD__CAL_MAX_WAKES 14
+#define EVD__CAL_MAX_WAKES 100
 void evd__cal_reduce(uint64_t lat[][EVD__CAL_MAX_WAKES], const int *n, uint64_t *wake_ns,
 		     int *stalls, int *lowered);
 uint64_t evd__cal_window(const uint64_t *lat, int n, uint64_t *wake_ns, uint64_t cold_ns);

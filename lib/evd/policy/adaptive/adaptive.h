@@ -201,12 +201,20 @@ halve(double w)
 	return w < 1e-30 ? 0 : w * 0.5;
 }
 
-/* The priced part of an added latency: all of it; under a p99 target,
- * whether it exceeds the target (lambda is then per completion). */
+/* The priced part of an added latency: all of it; under a p99 target, the
+ * chance that it exceeds the target (lambda is then per completion): 1 for
+ * a mean past it, 0 where the mean plus the tail of the wakes' spread (their
+ * 99th percentile over their mean) is within it, and between, from a half
+ * down to 1 %, log-linear in the room the tail has: a p99 counts the wakes
+ * of an on-time mean that come late, and a loop sleeps thousands of times.
+ * (No tail measured: x is +-inf, or NaN at N itself, which is on time.) */
 static inline double
 priced(const struct adaptive *a, double latency_ns)
 {
-	return a->target_ns > 0 ? latency_ns > a->target_ns : latency_ns;
+	double x = a->target_ns > 0 ? (a->target_ns - latency_ns) /
+					      fdim(a->env->wake_p99_ns, a->env->wake_ns[0]) : 0;
+
+	return a->target_ns <= 0 ? latency_ns : x < 0 ? 1 : x < 1 ? 0.5 * pow(0.02, x) : 0;
 }
 
 /* The gap from last to a completion seen at now: a completion that woke

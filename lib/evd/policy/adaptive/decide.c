@@ -43,8 +43,7 @@ evd__adaptive_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
 		a->threshold_ns = a->rule[a->ctx][a->cold_gap].t;
 		if (a->nap_ns != 0 && nap_pays(a, in)) {
 			a->napping = true;
-			*arg = a->nap_ns;
-			a->asked_ns = *arg;
+			*arg = a->asked_ns = a->nap_ns;
 			return EVD_ACTION_NAP;
 		}
 	}

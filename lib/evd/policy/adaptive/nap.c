@@ -41,11 +41,10 @@ evd__naps_retry(struct adaptive *a)
 void
 evd__nap_wake(struct adaptive *a, uint64_t slept, enum evd_wake_reason why)
 {
-	double late;
-
 	if (!a->napping || why != EVD_WAKE_TIMEOUT || a->nap_ns == 0 || slept < a->nap_ns)
 		return;
-	late = (double)(slept - a->nap_ns);
+	double late = (double)(slept - a->nap_ns);
+
 	a->nap_late_ns = fmax(0, a->nap_late_ns + (late > a->nap_late_ns ? 99 : -1) * NAP_STEP_NS);
 	evd__nap_length(a);
 	if (a->nap_ns == 0) {
