@@ -52,9 +52,11 @@ const struct evd_policy_env evd__env_defaults = {
 #define CAL_COLD (CAL_PHASES - 1)
 #define CAL_COLD_LONG_NS 2000000ull
 /* (the most at 10 us, where wakes are cheap and a p99 target takes their
- * 99th percentile) */
+ * 99th percentile; L and B count the first CAL_L_WAKES there, as at 100 us,
+ * so that a longer run of short wakes does not move them) */
 static const int cal_wakes[CAL_PHASES] = { 103, 14, 12, 8, 18 };
 #define CAL_WARM 3
+#define CAL_L_WAKES 11
 /* Timed waits with nothing to wake them, per point of L, the first
  * cal_to_warm[k] not counted: few at 10 ms, where each takes 10 ms and
  * follows waits long enough to have cooled the host already. Their CPU C
@@ -388,7 +390,7 @@ cal_sleeper(void *arg)
 	struct epoll_event ev = { .events = EPOLLIN }, out;
 	uint64_t cpu[2 * CAL_MAX_WAKES], lat[EVD_ENV_WAKE_POINTS][CAL_MAX_WAKES], ovh = UINT64_MAX;
 	uint64_t cold[CAL_MAX_WAKES];
-	int epfd, nl[EVD_ENV_WAKE_POINTS] = { 0 }, nc = 0, k = 0;
+	int epfd, nl[EVD_ENV_WAKE_POINTS] = { 0 }, nc = 0, k = 0, all0;
 	bool ok = true;
 	cpu_set_t others;
 	pthread_t th;
@@ -434,16 +436,20 @@ cal_sleeper(void *arg)
 			} else if (sw1 > sw0 && i >= CAL_WARM) { /* it blocked: a real sleep */
 				if (t >= sent)
 					lat[k][nl[k]++] = t - sent;
-				if (k < 2 && t0 != 0 && t1 > t0 + ovh)
+				if (k < 2 && i < CAL_WARM + CAL_L_WAKES && t0 != 0 && t1 > t0 + ovh)
 					cpu[c->nb++] = t1 - t0 - ovh;
 			}
 			ok = write(c->ack_fd, &one, sizeof(one)) == 8;
 		}
 	}
+	all0 = nl[0];
+	nl[0] = RTE_MIN(nl[0], CAL_L_WAKES);
 	evd__cal_reduce(lat, nl, env.wake_ns, &c->stalls, &c->lowered);
-	if (nl[0] >= 50) { /* sorted by the reduce */
-		int keep = cal_kept(lat[0], nl[0]);
+	if (all0 >= 50) {
+		int keep;
 
+		qsort(lat[0], all0, sizeof(lat[0][0]), cmp_u64);
+		keep = cal_kept(lat[0], all0);
 		env.wake_p99_ns = keep >= 50 ? lat[0][(keep * 99 - 1) / 100] : 0;
 	}
 	__atomic_store_n(&c->stop, 1, __ATOMIC_RELEASE);
