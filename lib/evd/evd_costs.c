@@ -57,6 +57,7 @@ const struct evd_policy_env evd__env_defaults = {
 static const int cal_wakes[CAL_PHASES] = { 103, 14, 12, 8, 18 };
 #define CAL_WARM 3
 #define CAL_L_WAKES 11
+#define CAL_P99_WAKES 50 /* the least left (stalls out) a 99th percentile is taken of */
 /* Timed waits with nothing to wake them, per point of L, the first
  * cal_to_warm[k] not counted: few at 10 ms, where each takes 10 ms and
  * follows waits long enough to have cooled the host already. Their CPU C
@@ -390,7 +391,8 @@ cal_sleeper(void *arg)
 	struct epoll_event ev = { .events = EPOLLIN }, out;
 	uint64_t cpu[2 * CAL_MAX_WAKES], lat[EVD_ENV_WAKE_POINTS][CAL_MAX_WAKES], ovh = UINT64_MAX;
 	uint64_t cold[CAL_MAX_WAKES];
-	int epfd, nl[EVD_ENV_WAKE_POINTS] = { 0 }, nc = 0, k = 0, all0;
+	/* nl: a point's counted wakes; nl_l: those of them that L counts */
+	int epfd, nl[EVD_ENV_WAKE_POINTS] = { 0 }, nl_l[EVD_ENV_WAKE_POINTS] = { 0 }, nc = 0, k = 0;
 	bool ok = true;
 	cpu_set_t others;
 	pthread_t th;
@@ -434,23 +436,24 @@ cal_sleeper(void *arg)
 				    nc < CAL_MAX_WAKES)
 					cold[nc++] = t - sent;
 			} else if (sw1 > sw0 && i >= CAL_WARM) { /* it blocked: a real sleep */
+				bool for_l = i < CAL_WARM + CAL_L_WAKES; /* else the 99th's alone */
+
 				if (t >= sent)
 					lat[k][nl[k]++] = t - sent;
-				if (k < 2 && i < CAL_WARM + CAL_L_WAKES && t0 != 0 && t1 > t0 + ovh)
+				nl_l[k] = for_l ? nl[k] : nl_l[k];
+				if (k < 2 && for_l && t0 != 0 && t1 > t0 + ovh)
 					cpu[c->nb++] = t1 - t0 - ovh;
 			}
 			ok = write(c->ack_fd, &one, sizeof(one)) == 8;
 		}
 	}
-	all0 = nl[0];
-	nl[0] = RTE_MIN(nl[0], CAL_L_WAKES);
-	evd__cal_reduce(lat, nl, env.wake_ns, &c->stalls, &c->lowered);
-	if (all0 >= 50) {
+	evd__cal_reduce(lat, nl_l, env.wake_ns, &c->stalls, &c->lowered);
+	if (nl[0] >= CAL_P99_WAKES) {
 		int keep;
 
-		qsort(lat[0], all0, sizeof(lat[0][0]), cmp_u64);
-		keep = cal_kept(lat[0], all0);
-		env.wake_p99_ns = keep >= 50 ? lat[0][(keep * 99 - 1) / 100] : 0;
+		qsort(lat[0], nl[0], sizeof(lat[0][0]), cmp_u64);
+		keep = cal_kept(lat[0], nl[0]);
+		env.wake_p99_ns = keep >= CAL_P99_WAKES ? lat[0][(keep * 99 - 1) / 100] : 0;
 	}
 	__atomic_store_n(&c->stop, 1, __ATOMIC_RELEASE);
 	pthread_join(th, NULL);

@@ -196,8 +196,9 @@ struct evd_policy_env {
 	uint64_t cold_wake_ns;
 	/** The 99th percentile of the counted wakes at wake_at_ns[0] (stalls
 	 * out), for a p99 target, which asks whether a wake is late, not what it
-	 * costs on average: adaptive takes L(g) + wake_p99_ns - wake_ns[0] for
-	 * it. 0: not measured (a given environment may leave it 0: L stands). */
+	 * costs on average: adaptive prices the chance that a wake of L(g) ends
+	 * past the target from the tail wake_p99_ns - wake_ns[0]. 0: not
+	 * measured (a given environment may leave it 0: L alone then). */
 	uint64_t wake_p99_ns;
 };
 
