@@ -271,7 +271,8 @@ assert t["latency_us"]["p99"] >= 35, f"naps that end 50 us late: p99 {t['latency
 print(f"ok: naps on L: p99 {l['latency_us']['p99']} us; on T: {t['latency_us']['p99']} us")
 PY
 # --save-calibration writes what the library measured, T on its second
-# line; --calibration gives it back whole, and the report says T is given
+# line, the wakes' 99th percentile on its fourth; --calibration gives it
+# back whole, and the report says T is given
 check "save-calibration" 0 "$testevd" --no-progress --save-calibration "$tmp/saved.txt"
 check "score on a saved calibration" 0 "$testevd" --score --policy napi --calibration "$tmp/saved.txt" \
 	--trace "$tmp/g100.txt" --json "$tmp/saved.json"
@@ -279,10 +280,12 @@ python3 - "$tmp/saved.txt" "$tmp/saved.json" <<'PY' || fail=1
 import json, sys
 rows = [list(map(int, l.split())) for l in open(sys.argv[1]) if l.strip() and not l.startswith("#")]
 c = json.load(open(sys.argv[2]))[0]["calibration"]
-assert len(rows) == 3 and len(rows[1]) == 4 and min(rows[1]) > 0, rows
+assert len(rows) == 4 and len(rows[1]) == 4 and min(rows[1]) > 0, rows
 assert c["given"] and c["b_ns"] == rows[0][0] and c["wake_ns"] == rows[0][1:], (rows, c)
 assert c["timer_late_from"] == "given" and c["timer_late_ns"] == rows[1], (rows, c)
-print(f"ok: T round-trips through --save-calibration: {rows[1]} ns")
+assert rows[3] == [c["wake_p99_ns"]], (rows, c)
+print(f"ok: T and the wakes' 99th percentile round-trip through --save-calibration: {rows[1]}, "
+      f"{rows[3][0]} ns")
 PY
 # The host's halt window (the calibration's third line: C 18 and 10 us, Lc
 # 70 us, W 100 us): gaps of 2 ms and 50 us in turn. intr sleeps through
@@ -584,6 +587,12 @@ badmsg "periodic jitter past the period" "jitter_us must be at most period_us" \
 mkdir -p "$tmp/adir"
 badmsg "a calibration that is a directory" "Is a directory" --score --trace day --events 10 \
 	--calibration "$tmp/adir"
+printf '5000 16000 16000 19000 25000\n0 0 0 0\n0 0 0 0\n20000\n1\n' >"$tmp/cal5.txt"
+badmsg "a calibration's fifth line" "line 5: a fifth line of numbers" --score --trace day \
+	--events 10 --calibration "$tmp/cal5.txt"
+printf '5000 16000 16000 19000 25000\n0 0 0 0\n0 0 0 0\n20000 1\n' >"$tmp/calP99two.txt"
+badmsg "a calibration's P99 line of two" "line 4: more than 1 number" --score --trace day \
+	--events 10 --calibration "$tmp/calP99two.txt"
 # --score --compare takes adaptive's tuning from --policy; --max-sleep-us
 # bounds --score's sleeps as the loop's
 check "score, compare, tuned adaptive" 0 "$testevd" --score --compare --calibration "$tmp/cal.txt" \

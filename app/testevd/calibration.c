@@ -17,9 +17,11 @@
  * wait ends: naps and timeouts; without it, or all 0, L stands in), and
  * after it optionally a third "C(100us) C(1ms) Lc W" (a timeout's CPU, 0 0
  * for B; the host's halt window W, a sleep past it or within it after a
- * longer one waking in at least Lc, 0 0 for none: evd_policy_env), with
- * '#' comments and blank lines, as --save-calibration writes them. Anything else is refused, with
- * the line: a fourth line of numbers, a sign, a value out of range (B 1 ns
+ * longer one waking in at least Lc, 0 0 for none: evd_policy_env), and
+ * after it optionally a fourth "P99", the 99th percentile of the wakes after
+ * 10 us (0: none), with '#' comments and blank lines, as --save-calibration
+ * writes them. Anything else is refused, with the line: a fifth line of
+ * numbers, a sign, a value out of range (B 1 ns
  * to 10 ms, the others up to 1 s: the most a machine's sleep or wake can
  * plausibly cost; beyond, the model's figures overflow), a T at some points
  * only, a C at one point only, a W without its Lc. */
@@ -27,29 +29,41 @@
 #define CAL_L_MAX_NS 1000000000ull
 #define CAL_FORMAT "a line of 5 numbers in ns, B L(10us) L(100us) L(1ms) L(10ms), then " \
 	"optionally one of 4, T(10us) T(100us) T(1ms) T(10ms), then optionally one of 4, " \
-	"C(100us) C(1ms) Lc W"
+	"C(100us) C(1ms) Lc W, then optionally one of 1, P99"
 
-/* n unsigned numbers in ns from p into v, the first a B if @p b; NULL or why not. */
+/* The numbers on each line of the file, in order. */
+static const int cal_line_numbers[] = { 5, 4, 4, 1 };
+
+/* The @p line-th line's numbers, in ns, from p into v (the first line's
+ * first is B); NULL or why not. */
 static const char *
-calibration_numbers(const char *p, int n, bool b, unsigned long long *v)
+calibration_numbers(const char *p, int line, unsigned long long *v)
 {
+	static const char *const expected[] = { "expected 5 unsigned numbers in ns",
+		"expected 4 unsigned numbers in ns", "expected 4 unsigned numbers in ns",
+		"expected 1 unsigned number in ns" };
+	static const char *const more[] = { "more than 5 numbers, or text after them",
+		"more than 4 numbers, or text after them", "more than 4 numbers, or text after them",
+		"more than 1 number, or text after it" };
+	int n = cal_line_numbers[line];
 	char *end;
 
 	for (int k = 0; k < n; k++) {
+		bool b = line == 0 && k == 0;
+
 		p += strspn(p, " \t");
 		if (*p < '0' || *p > '9')
-			return n == 5 ? "expected 5 unsigned numbers in ns" : "expected 4 unsigned numbers in ns";
+			return expected[line];
 		errno = 0;
 		v[k] = strtoull(p, &end, 10);
 		if (strchr(" \t\r\n", *end) == NULL) /* also "0x10", "5e3" */
-			return n == 5 ? "expected 5 unsigned numbers in ns" : "expected 4 unsigned numbers in ns";
-		if (errno != 0 || v[k] > (b && k == 0 ? CAL_B_MAX_NS : CAL_L_MAX_NS) || (b && k == 0 && v[k] == 0))
+			return expected[line];
+		if (errno != 0 || v[k] > (b ? CAL_B_MAX_NS : CAL_L_MAX_NS) || (b && v[k] == 0))
 			return "a value out of range (B from 1 ns to 10 ms, the others up to 1 s)";
 		p = end;
 	}
 	if (p[strspn(p, " \t\r\n")] != '\0')
-		return n == 5 ? "more than 5 numbers, or text after them"
-			      : "more than 4 numbers, or text after them";
+		return more[line];
 	return NULL;
 }
 
@@ -57,7 +71,7 @@ int
 calibration_load(const char *path)
 {
 	struct evd_policy_env e = { .wake_at_ns = { 10000, 100000, 1000000, 10000000 } };
-	unsigned long long v[5], tv[4], xv[4];
+	unsigned long long v[5], tv[4], xv[4], pv[1];
 	char *line = NULL;
 	size_t cap = 0, lineno = 0;
 	FILE *f = fopen(path, "r");
@@ -79,12 +93,11 @@ calibration_load(const char *path)
 		}
 		if (*p == '#' || *p == '\0')
 			continue;
-		if (got == 3) {
-			why = "a fourth line of numbers (B and the 4 L, then the 4 T, then C C Lc W)";
+		if (got == 4) {
+			why = "a fifth line of numbers (B and the 4 L, then the 4 T, then C C Lc W, then P99)";
 			break;
 		}
-		why = got == 0 ? calibration_numbers(p, 5, true, v)
-			       : calibration_numbers(p, 4, false, got == 1 ? tv : xv);
+		why = calibration_numbers(p, got, (unsigned long long *[]){ v, tv, xv, pv }[got]);
 		if (why == NULL && got == 0 && (v[2] < v[1] || v[3] < v[2] || v[4] < v[3]))
 			why = "L falling as the time asleep grows (a longer sleep never wakes faster)";
 		if (why == NULL && got == 1 &&
@@ -118,7 +131,7 @@ calibration_load(const char *path)
 		e.wake_ns[k] = v[k + 1];
 	for (int k = 0; got >= 2 && k < EVD_ENV_WAKE_POINTS; k++)
 		e.timeout_late_ns[k] = tv[k];
-	if (got == 3) { /* C (0 0: B stands in) */
+	if (got >= 3) { /* C (0 0: B stands in) */
 		e.timeout_at_ns[0] = 100000;
 		e.timeout_at_ns[1] = 1000000;
 		e.timeout_ns[0] = xv[0];
@@ -126,6 +139,8 @@ calibration_load(const char *path)
 		e.cold_wake_ns = xv[2];
 		e.window_ns = xv[3];
 	}
+	if (got == 4)
+		e.wake_p99_ns = pv[0];
 	rc = evd_policy_env_set(&e);
 	if (rc < 0) {
 		fprintf(stderr, "testevd: --calibration %s: %s\n", path, strerror(-rc));
@@ -155,10 +170,12 @@ calibration_save(const char *path)
 		"%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n"
 		"# a timeout's CPU C after 100 us, 1 ms (0 0: B stands in); a sleep past the host's\n"
 		"# halt window W, or within it after a longer one, wakes in at least Lc (W 0: no window)\n"
-		"%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", e->sleep_wake_ns,
+		"%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n"
+		"# the 99th percentile of the wakes after 10 us (0: not measured)\n"
+		"%" PRIu64 "\n", e->sleep_wake_ns,
 		e->wake_ns[0], e->wake_ns[1], e->wake_ns[2], e->wake_ns[3], e->timeout_late_ns[0],
 		e->timeout_late_ns[1], e->timeout_late_ns[2], e->timeout_late_ns[3],
-		e->timeout_ns[0], e->timeout_ns[1], e->cold_wake_ns, e->window_ns);
+		e->timeout_ns[0], e->timeout_ns[1], e->cold_wake_ns, e->window_ns, e->wake_p99_ns);
 	if (fclose(f) != 0) {
 		fprintf(stderr, "testevd: --save-calibration %s: %s\n", path, strerror(errno));
 		return EXIT_RUNTIME;
