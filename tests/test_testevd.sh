@@ -273,7 +273,7 @@ PY
 # --save-calibration writes what the library measured, T on its second
 # line, the wakes' 99th percentile on its fourth; --calibration gives it
 # back whole, and the report says T is given
-check "save-calibration" 0 "$testevd" --no-progress --save-calibration "$tmp/saved.txt"
+check "save-calibration" 0 "$testevd" --no-progress --duration 0.3 --save-calibration "$tmp/saved.txt"
 check "score on a saved calibration" 0 "$testevd" --score --policy napi --calibration "$tmp/saved.txt" \
 	--trace "$tmp/g100.txt" --json "$tmp/saved.json"
 python3 - "$tmp/saved.txt" "$tmp/saved.json" <<'PY' || fail=1

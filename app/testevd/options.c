@@ -112,7 +112,7 @@ testevd_usage(FILE *f, const char *prog)
 		"                    if F has a third line, the wakes' 99th percentile P99\n"
 		"                    after 10 us if a fourth\n"
 		"  --save-calibration F  measure B, L(g), T(g), C, W, Lc and P99 on this machine,\n"
-		"                    write them to F\n"
+		"                    write them to F, then run as asked with them\n"
 		"  --send            transmit the pattern (or --trace) on --port, e.g. the vhost\n"
 		"                    side of a vhost-user pair, for a --source ethdev receiver\n"
 		"  --send-delay S    --send: seconds between link up and the pattern (default 1)\n"
