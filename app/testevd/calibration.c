@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <rte_common.h>
+
 #include <evd_policy.h>
 
 #include "calibration.h"
@@ -35,43 +37,44 @@
 static const int cal_line_numbers[] = { 5, 4, 4, 1 };
 
 /* The @p line-th line's numbers, in ns, from p into v (the first line's
- * first is B); NULL or why not. */
+ * first is B); NULL or why not (in a buffer of its own: one file at a time). */
 static const char *
 calibration_numbers(const char *p, int line, unsigned long long *v)
 {
-	static const char *const expected[] = { "expected 5 unsigned numbers in ns",
-		"expected 4 unsigned numbers in ns", "expected 4 unsigned numbers in ns",
-		"expected 1 unsigned number in ns" };
-	static const char *const more[] = { "more than 5 numbers, or text after them",
-		"more than 4 numbers, or text after them", "more than 4 numbers, or text after them",
-		"more than 1 number, or text after it" };
+	static char why[48];
 	int n = cal_line_numbers[line];
+	const char *s = n > 1 ? "s" : "";
 	char *end;
 
 	for (int k = 0; k < n; k++) {
 		bool b = line == 0 && k == 0;
 
 		p += strspn(p, " \t");
-		if (*p < '0' || *p > '9')
-			return expected[line];
 		errno = 0;
 		v[k] = strtoull(p, &end, 10);
-		if (strchr(" \t\r\n", *end) == NULL) /* also "0x10", "5e3" */
-			return expected[line];
+		/* a sign or no digit; "0x10", "5e3" */
+		if (*p < '0' || *p > '9' || strchr(" \t\r\n", *end) == NULL) {
+			snprintf(why, sizeof(why), "expected %d unsigned number%s in ns", n, s);
+			return why;
+		}
 		if (errno != 0 || v[k] > (b ? CAL_B_MAX_NS : CAL_L_MAX_NS) || (b && v[k] == 0))
 			return "a value out of range (B from 1 ns to 10 ms, the others up to 1 s)";
 		p = end;
 	}
-	if (p[strspn(p, " \t\r\n")] != '\0')
-		return more[line];
-	return NULL;
+	if (p[strspn(p, " \t\r\n")] == '\0')
+		return NULL;
+	snprintf(why, sizeof(why), "more than %d number%s, or text after %s", n, s,
+		 n > 1 ? "them" : "it");
+	return why;
 }
 
 int
 calibration_load(const char *path)
 {
 	struct evd_policy_env e = { .wake_at_ns = { 10000, 100000, 1000000, 10000000 } };
-	unsigned long long v[5], tv[4], xv[4], pv[1];
+	/* each line's numbers: B and L, T, C C Lc W, P99 */
+	unsigned long long num[RTE_DIM(cal_line_numbers)][5];
+	const unsigned long long *v = num[0], *tv = num[1], *xv = num[2];
 	char *line = NULL;
 	size_t cap = 0, lineno = 0;
 	FILE *f = fopen(path, "r");
@@ -93,11 +96,11 @@ calibration_load(const char *path)
 		}
 		if (*p == '#' || *p == '\0')
 			continue;
-		if (got == 4) {
+		if (got == (int)RTE_DIM(cal_line_numbers)) {
 			why = "a fifth line of numbers (B and the 4 L, then the 4 T, then C C Lc W, then P99)";
 			break;
 		}
-		why = calibration_numbers(p, got, (unsigned long long *[]){ v, tv, xv, pv }[got]);
+		why = calibration_numbers(p, got, num[got]);
 		if (why == NULL && got == 0 && (v[2] < v[1] || v[3] < v[2] || v[4] < v[3]))
 			why = "L falling as the time asleep grows (a longer sleep never wakes faster)";
 		if (why == NULL && got == 1 &&
@@ -140,7 +143,7 @@ calibration_load(const char *path)
 		e.window_ns = xv[3];
 	}
 	if (got == 4)
-		e.wake_p99_ns = pv[0];
+		e.wake_p99_ns = num[3][0];
 	rc = evd_policy_env_set(&e);
 	if (rc < 0) {
 		fprintf(stderr, "testevd: --calibration %s: %s\n", path, strerror(-rc));
