@@ -52,11 +52,11 @@ const struct evd_policy_env evd__env_defaults = {
 #define CAL_COLD (CAL_PHASES - 1)
 #define CAL_COLD_LONG_NS 2000000ull
 /* (the most at 10 us, where wakes are cheap and a p99 target takes their
- * 99th percentile; L and B count the first CAL_L_WAKES there, as at 100 us,
- * so that a longer run of short wakes does not move them) */
+ * 99th percentile; L and B count the first CAL_L_WAKES there, as many as
+ * at 100 us, so that a longer run of short wakes does not move them) */
 static const int cal_wakes[CAL_PHASES] = { 103, 14, 12, 8, 18 };
 #define CAL_WARM 3
-#define CAL_L_WAKES 11
+#define CAL_L_WAKES (cal_wakes[1] - CAL_WARM)
 #define CAL_P99_WAKES 50 /* the least left (stalls out) a 99th percentile is taken of */
 /* Timed waits with nothing to wake them, per point of L, the first
  * cal_to_warm[k] not counted: few at 10 ms, where each takes 10 ms and
