@@ -160,30 +160,45 @@ for f in sys.argv[1:]:
     print(f"ok: vs_hindsight in every row of {f.rsplit('/', 1)[1]}, the ratios' quotient")
 PY
 # a rule that is the best threshold in hindsight scores 1 against it: gaps of
-# 10 us and 2 ms in no order, which one threshold just over 10 us serves
+# 10 us and 2 ms in no order, which one threshold just over 10 us serves;
+# gaps of 10 us and 250 ms, whose sleeps the loop's 100 ms bound cuts twice
+# (hindsight pays those timeouts, B each on cal.txt, as the rule does); and
+# three of 3 us after each gap that ends in the timeout's lateness (25 us
+# on cal.txt, L standing in for T), which wait for the loop's return
 python3 -c '
 import random
 r = random.Random(1)
 print("".join("10000\n" if r.random() < 0.75 else "2000000\n" for _ in range(4000)), end="")' \
 	> "$tmp/bimodal.txt"
-check "score, hindsight threshold" 0 "$testevd" --score --policy intr --calibration "$tmp/calblock.txt" \
-	--trace "$tmp/bimodal.txt"
-th=$(sed -n 's/.*chosen after the trace: ratio [0-9.]* (\([0-9.]*\) us).*/\1/p' "$tmp/out")
-if [ -z "$th" ]; then
-	echo "FAIL: no finite hindsight threshold in the --score output"; cat "$tmp/out"; fail=1
-else
-	n=$(python3 -c "print(round($th * 1000))")
-	check "score, ski2 at the hindsight threshold" 0 "$testevd" --score --policy "ski2:b_ns=$n" \
-		--calibration "$tmp/calblock.txt" --trace "$tmp/bimodal.txt" --json "$tmp/ski2h.json"
-	python3 - "$tmp/ski2h.json" "$n" <<'PY' || fail=1
+python3 -c '
+import random
+r = random.Random(1)
+print("".join("10000\n" if r.random() < 0.75 else "250000000\n" for _ in range(400)), end="")' \
+	> "$tmp/bounded.txt"
+python3 -c 'print("3000\n3000\n3000\n100015000\n" * 100, end="")' > "$tmp/late.txt"
+for tr in bimodal:calblock bounded:cal late:cal; do
+	cal=${tr#*:} tr=${tr%:*}
+	check "score, hindsight threshold ($tr)" 0 "$testevd" --score --policy intr \
+		--calibration "$tmp/$cal.txt" --trace "$tmp/$tr.txt"
+	th=$(sed -n 's/.*chosen after the trace: ratio [0-9.]* (\([0-9.]*\) us).*/\1/p' "$tmp/out")
+	if [ -z "$th" ]; then
+		echo "FAIL: no finite hindsight threshold in the --score output"; cat "$tmp/out"; fail=1
+		continue
+	fi
+	n=$(python3 -c "print(max(round($th * 1000), 1))") # (1: ski2 sleeps at the first empty round)
+	check "score, ski2 at the hindsight threshold ($tr)" 0 "$testevd" --score \
+		--policy "ski2:b_ns=$n" --calibration "$tmp/$cal.txt" --trace "$tmp/$tr.txt" \
+		--json "$tmp/ski2h.json"
+	python3 - "$tmp/ski2h.json" "$n" "$tr" <<'PY' || fail=1
 import json, sys
 r = json.load(open(sys.argv[1]))[0]
 n = int(sys.argv[2])
-assert 10000 < n < 20000, f"the best threshold should spin the 10 us gaps and no more: {n} ns"
+if sys.argv[3] != "late":
+    assert 10000 < n < 20000, f"the best threshold should spin the 10 us gaps and no more: {n} ns"
 assert abs(r["vs_hindsight"] - 1) < 0.01, r
 print(f"ok: ski2:b_ns={n}, the threshold in hindsight, vs_hindsight {r['vs_hindsight']:.4f}")
 PY
-fi
+done
 # the floor no online rule gets under: on memoryless (Poisson) gaps what is
 # left of a gap does not depend on how long it has lasted, so the best
 # online rule spins through (the mean gap m) or sleeps at once (c = B + L),

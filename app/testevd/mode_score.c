@@ -78,6 +78,8 @@ static uint64_t max_sleep_ns = (uint64_t)EVD_DEFAULT_MAX_SLEEP_US * 1000;
 
 static const struct evd_policy_env *env;
 static double b_ns;
+/* a sleep's CPU under the loop's bound, its timeout's, and a timeout's cycle */
+static double bound_b_ns, bound_c_ns, bound_cycle_ns;
 static double budget_ns; /* --budget-us: added latency up to it is free */
 static double target_ns; /* --p99-us: the p99 of added latency a run should meet (0: none) */
 /* a p99 is met with this share of arrivals later than it, or less */
@@ -90,6 +92,9 @@ calibrate(void)
 {
 	env = evd_policy_env_get();
 	b_ns = (double)env->sleep_wake_ns;
+	bound_b_ns = evd_policy_env_bounded_sleep_ns(env, max_sleep_ns);
+	bound_c_ns = evd_policy_env_timeout_ns(env, max_sleep_ns);
+	bound_cycle_ns = (double)max_sleep_ns + evd_policy_env_timeout_late_ns(env, max_sleep_ns);
 }
 
 /* The priced part of an added latency: what exceeds the budget. */
@@ -399,28 +404,65 @@ struct hindsight {
 	int sources;
 };
 
+/* Where a threshold's path stands after an arrival: the last halt's length
+ * (the window's state) and, after a timeout whose lateness an arrival met,
+ * how long the loop is still away (what comes meanwhile waits too). */
+struct tpath {
+	uint64_t halt;
+	double away_ns;
+};
+
 /* A gap g under spin threshold th: spun through (g), or th spun and the
- * rest slept, woken after the last halt (*halt, then this sleep's). Its
- * CPU, and its added latency in *late. */
+ * rest slept, woken after the last halt. The loop bounds each sleep
+ * (max_sleep_ns), so a rule run in it pays what vrun_wait charges: a
+ * timeout per bound the sleep outlasts, each back T late; an arrival in
+ * that lateness, and each after it until the loop is back, waits for it,
+ * and the next gap begins there. An arrival at the bound wakes the sleep.
+ * Its CPU, and its added latency in *late. */
 static inline double
-threshold_gap(double g, double th, uint64_t *halt, double *late)
+threshold_gap(double g, double th, struct tpath *p, double *late)
 {
-	uint64_t sl;
+	double s, k, r;
 
 	*late = 0;
+	if (p->away_ns > 0) {
+		if (g < p->away_ns) {
+			p->away_ns -= g;
+			*late = p->away_ns;
+			return 0;
+		}
+		g -= p->away_ns;
+		p->away_ns = 0;
+	}
 	if (g <= th)
 		return g;
-	sl = (uint64_t)(g - th);
-	*late = wake_after(sl, *halt);
-	*halt = sl;
-	return th + b_ns;
+	s = g - th;
+	if (s <= (double)max_sleep_ns) { /* (the common case: no timeout) */
+		*late = wake_after((uint64_t)s, p->halt);
+		p->halt = (uint64_t)s;
+		return th + bound_b_ns;
+	}
+	k = floor(s / bound_cycle_ns);
+	r = s - k * bound_cycle_ns;
+	if (r == 0) { /* at the loop's return from a timeout */
+		p->halt = max_sleep_ns;
+		return th + k * bound_c_ns;
+	}
+	if (r > (double)max_sleep_ns) {
+		*late = p->away_ns = bound_cycle_ns - r;
+		p->halt = max_sleep_ns;
+		return th + (k + 1) * bound_c_ns;
+	}
+	*late = wake_after((uint64_t)r, k > 0 ? max_sleep_ns : p->halt);
+	p->halt = (uint64_t)r;
+	return th + k * bound_c_ns + bound_b_ns;
 }
 
 /* ...and its cost */
 static inline double
-threshold_gap_cost(double g, double th, double lambda, uint64_t *halt)
+threshold_gap_cost(double g, double th, double lambda, struct tpath *p)
 {
-	double late, cpu = threshold_gap(g, th, halt, &late);
+	double late, cpu = threshold_gap(g, th, p, &late);
 
 	return cpu + lambda * over(late);
 }
@@ -431,11 +473,11 @@ threshold_gap_cost(double g, double th, double lambda, uint64_t *halt)
 static double
 ctx_rule_cost(const struct trace *t, const uint8_t *cx, double lambda, const double *thr)
 {
-	uint64_t halt = WARM;
+	struct tpath p = { WARM, 0 };
 	double cost = 0;
 
 	for (size_t i = 0; i < t->n; i++)
-		cost += threshold_gap_cost((double)t->gap_ns[i], thr[cx[i]], lambda, &halt);
+		cost += threshold_gap_cost((double)t->gap_ns[i], thr[cx[i]], lambda, &p);
 	return cost;
 }
 
@@ -490,7 +532,7 @@ hindsight(const struct trace *t, double lambda, double oracle_cost, struct hinds
 	uint32_t ids[HS_SOURCES];
 	int n_ids = 0;
 	double all_best = INFINITY, ctx_sum = 0, th[HS_T], thr[HS_CTX], cpu[HS_T] = { 0 };
-	uint64_t halt[HS_T]; /* each threshold's last sleep: the window's state */
+	struct tpath path[HS_T]; /* each threshold's */
 	uint64_t late[HS_T] = { 0 }; /* --p99-us: each threshold's arrivals later than it */
 	bool used[HS_CTX] = { false };
 
@@ -501,7 +543,7 @@ hindsight(const struct trace *t, double lambda, double oracle_cost, struct hinds
 	}
 	for (int j = 0; j < HS_T; j++) {
 		th[j] = hs_t(j);
-		halt[j] = WARM;
+		path[j] = (struct tpath){ WARM, 0 };
 	}
 	for (size_t i = 0; i < t->n; i++) {
 		double g = (double)t->gap_ns[i];
@@ -509,7 +551,7 @@ hindsight(const struct trace *t, double lambda, double oracle_cost, struct hinds
 		cx[i] = (uint8_t)ctx;
 		used[ctx] = true;
 		for (int j = 0; j < HS_T; j++) {
-			double l, u = threshold_gap(g, th[j], &halt[j], &l);
+			double l, u = threshold_gap(g, th[j], &path[j], &l);
 
 			c[ctx][j] += u + lambda * over(l);
 			cpu[j] += u;
