@@ -1452,11 +1452,9 @@ test_adaptive_naps(void)
  * Pacing, on a virtual clock: a round costs 100 ns, and the next completion
  * comes a gap after the last that depends on the pause last asked for.
  * CONTENDED: a peer that the polls slow (the gap shrinks with the pause, to
- * 10 us and no further); STALLED: the same, silent for 5 ms every 50 ms
- * (a host that does not run it: the vhost-user pair's peer stalls for 2.5
- * to 9 ms now and then, and the epoch across it is not busy);
- * ONE_IN_FLIGHT: a peer that answers each completion 400 ns after the loop
- * saw it (a pause only delays it); OPEN: arrivals
+ * 10 us and no further); STALLED: the same, silent for 2 ms every 50 ms
+ * (a host that does not run it); ONE_IN_FLIGHT: a peer that answers each completion
+ * 400 ns after the loop saw it (a pause only delays it); OPEN: arrivals
  * every 300 ns whatever the loop does; SPARSE: the same every 3 us (under
  * 512k a second: pace.c's least); BURSTY: 600 of them 300 ns apart every
  * 5 ms (the loop sleeps between: each epoch holds a burst and a sleep);
@@ -1486,7 +1484,7 @@ pace_gap(enum pace_peer peer, uint64_t next, uint64_t t, uint64_t pause)
 			ramp[k] = k == 0 ? 1250 : ramp[k - 1] / 1.05;
 	switch (peer) {
 	case STALLED:
-		return next % 50000000 < g ? g + 5000000 : g;
+		return next % 50000000 < g ? g + 2000000 : g;
 	case CONTENDED:
 		return g;
 	case OPEN:
@@ -1562,8 +1560,7 @@ pace_run(enum pace_peer p0, enum pace_peer p1, struct pace_result *r)
 }
 
 /* A busy loop pauses between polls where the pause raises the completion
- * rate (the contended peer: the longest pause that still pays; its stalls
- * take no step down, which no pause made), and not
+ * rate (the contended peer: the longest pause that still pays), and not
  * where it lowers it (one in flight; after a contended second too, where
  * the pause in force steps down, so its comparisons are of short pauses)
  * or leaves it as it is (an open loop; one whose rate climbs, where only

@@ -75,8 +75,8 @@ pace_choose(struct adaptive *a, uint32_t lo)
  * whether it was busy. One that was not busy at the pause in force (or a
  * shorter one) stops the pauses until PACE_WATCH busy epochs have passed,
  * and the comparison starts again after them; if it ran at the pause in
- * force within about its 1 ms, that pause was a step too long, or the load
- * fell: a step down, and the comparison after the watch tells which. */
+ * force, that pause was a step too long, or the load fell: a step down,
+ * and the comparison after the watch tells which. */
 void
 evd__pace_epoch(struct adaptive *a, uint64_t now)
 {
@@ -87,9 +87,7 @@ evd__pace_epoch(struct adaptive *a, uint64_t now)
 	if (a->pace_end == 0 ||
 	    (count * PACE_EPOCH_NS < PACE_BUSY * span && a->pace_arm <= a->pace_step)) {
 		if (a->pace_arm == a->pace_step && a->pace_step > 0) {
-			/* one stretched past 2 ms held a silence (the peer
-			 * stalled, or gone), which no pause made */
-			a->pace_step -= span < 2 * PACE_EPOCH_NS;
+			a->pace_step--;
 			a->pace_hold = a->pace_stays = 0;
 		}
 		a->pace_turn = 0;
