@@ -165,16 +165,15 @@ PY
 # (hindsight pays those timeouts, B each on cal.txt, as the rule does); and
 # three of 3 us after each gap that ends in the timeout's lateness (25 us
 # on cal.txt, L standing in for T), which wait for the loop's return
-python3 -c '
-import random
+# tens_and LONG N: N gaps, three in four of 10 us, the rest LONG ns, in no order
+tens_and() {
+	python3 -c '
+import random, sys
 r = random.Random(1)
-print("".join("10000\n" if r.random() < 0.75 else "2000000\n" for _ in range(4000)), end="")' \
-	> "$tmp/bimodal.txt"
-python3 -c '
-import random
-r = random.Random(1)
-print("".join("10000\n" if r.random() < 0.75 else "250000000\n" for _ in range(400)), end="")' \
-	> "$tmp/bounded.txt"
+print("".join("10000\n" if r.random() < 0.75 else sys.argv[1] + "\n" for _ in range(int(sys.argv[2]))), end="")' "$@"
+}
+tens_and 2000000 4000 > "$tmp/bimodal.txt"
+tens_and 250000000 400 > "$tmp/bounded.txt"
 python3 -c 'print("3000\n3000\n3000\n100015000\n" * 100, end="")' > "$tmp/late.txt"
 for tr in bimodal:calblock bounded:cal late:cal; do
 	cal=${tr#*:} tr=${tr%:*}

@@ -78,7 +78,8 @@ static uint64_t max_sleep_ns = (uint64_t)EVD_DEFAULT_MAX_SLEEP_US * 1000;
 
 static const struct evd_policy_env *env;
 static double b_ns;
-/* a sleep's CPU under the loop's bound, its timeout's, and a timeout's cycle */
+/* a sleep's CPU under the loop's bound, its timeout's, and a timeout's
+ * cycle (the bound and T after it: the longest halt) */
 static double bound_b_ns, bound_c_ns, bound_cycle_ns;
 static double budget_ns; /* --budget-us: added latency up to it is free */
 static double target_ns; /* --p99-us: the p99 of added latency a run should meet (0: none) */
@@ -287,7 +288,6 @@ oracle_cost(const struct trace *t, double lambda)
 	size_t n = t->n;
 	double (*a)[2] = malloc((n + 1) * sizeof(*a)), *h = malloc((n + 1) * sizeof(*h));
 	double *tm = malloc((n + 1) * sizeof(*tm));
-	double span_max = (double)max_sleep_ns + evd_policy_env_timeout_late_ns(env, max_sleep_ns);
 	double worst = lambda * fmax(wake_after(max_sleep_ns, COLD), (double)env->cold_wake_ns);
 	double total = INFINITY;
 
@@ -320,7 +320,7 @@ oracle_cost(const struct trace *t, double lambda)
 			for (size_t j = i + 2; j <= n + 1; j++) {
 				double e = fmax(tm[j - 1], e0), lat = 0, from, c0, gj;
 
-				if (tm[j - 1] - tm[i] > span_max)
+				if (tm[j - 1] - tm[i] > bound_cycle_ns)
 					break;
 				for (size_t k = i + 1; k < j - 1; k++)
 					lat += lambda * over(e - tm[k]);
@@ -437,11 +437,6 @@ threshold_gap(double g, double th, struct tpath *p, double *late)
 	if (g <= th)
 		return g;
 	s = g - th;
-	if (s <= (double)max_sleep_ns) { /* (the common case: no timeout) */
-		*late = wake_after((uint64_t)s, p->halt);
-		p->halt = (uint64_t)s;
-		return th + bound_b_ns;
-	}
 	k = floor(s / bound_cycle_ns);
 	r = s - k * bound_cycle_ns;
 	if (r == 0) { /* at the loop's return from a timeout */
