@@ -1453,8 +1453,11 @@ test_adaptive_naps(void)
  * comes a gap after the last that depends on the pause last asked for.
  * CONTENDED: a peer that the polls slow (the gap shrinks with the pause, to
  * 10 us and no further); STALLED: the same, silent for 2 ms every 50 ms
- * (a host that does not run it); ONE_IN_FLIGHT: a peer that answers each completion
- * 400 ns after the loop saw it (a pause only delays it); OPEN: arrivals
+ * (a host that does not run it); STRANDED: the same, but a completion answered
+ * after a pause of 10 us sends it to sleep 2 ms (a peer whose own spin
+ * gave up: the pause made that silence); ONE_IN_FLIGHT: a peer that
+ * answers each completion 400 ns after the loop saw it (a pause only
+ * delays it); OPEN: arrivals
  * every 300 ns whatever the loop does; SPARSE: the same every 3 us (under
  * 512k a second: pace.c's least); BURSTY: 600 of them 300 ns apart every
  * 5 ms (the loop sleeps between: each epoch holds a burst and a sleep);
@@ -1464,7 +1467,7 @@ test_adaptive_naps(void)
  * whatever its pause).
  * A second of peer p0, then one of p1.
  */
-enum pace_peer { CONTENDED, STALLED, ONE_IN_FLIGHT, OPEN, SPARSE, BURSTY, ONOFF, RAMP };
+enum pace_peer { CONTENDED, STALLED, STRANDED, ONE_IN_FLIGHT, OPEN, SPARSE, BURSTY, ONOFF, RAMP };
 
 struct pace_result {
 	uint64_t most;     /* the pause in force most of the last half second (0: none) */
@@ -1485,6 +1488,8 @@ pace_gap(enum pace_peer peer, uint64_t next, uint64_t t, uint64_t pause)
 	switch (peer) {
 	case STALLED:
 		return next % 50000000 < g ? g + 2000000 : g;
+	case STRANDED:
+		return pause >= 10000 ? g + 2000000 : g;
 	case CONTENDED:
 		return g;
 	case OPEN:
@@ -1560,7 +1565,8 @@ pace_run(enum pace_peer p0, enum pace_peer p1, struct pace_result *r)
 }
 
 /* A busy loop pauses between polls where the pause raises the completion
- * rate (the contended peer: the longest pause that still pays), and not
+ * rate (the contended peer: the longest pause that still pays, unless the
+ * pause silences it: then a step down), and not
  * where it lowers it (one in flight; after a contended second too, where
  * the pause in force steps down, so its comparisons are of short pauses)
  * or leaves it as it is (an open loop; one whose rate climbs, where only
@@ -1584,6 +1590,7 @@ test_adaptive_pace(void)
 	} c[] = {
 		{ "contended peer", CONTENDED, CONTENDED, 10000, 32 },
 		{ "contended peer, stalled", STALLED, STALLED, 10000, 32 },
+		{ "contended, then stranded by the pause", CONTENDED, STRANDED, 3000, 32 },
 		{ "one in flight", ONE_IN_FLIGHT, ONE_IN_FLIGHT, 0, 1 },
 		{ "contended, then one in flight", CONTENDED, ONE_IN_FLIGHT, 0, 1 },
 		{ "open loop", OPEN, OPEN, 0, 1 },
