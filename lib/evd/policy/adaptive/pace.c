@@ -53,18 +53,15 @@ pace_choose(struct adaptive *a, uint32_t lo)
 	for (uint32_t i = 1; i < PACE_ARMS; i++) {
 		for (uint32_t t = 0; t < PACE_TURNS; t++)
 			wins[i] += a->pace_rate[t][i] > PACE_MARGIN * a->pace_rate[t][best];
-		if (wins[i] >= PACE_WINS)
-			best = i;
+		best = wins[i] >= PACE_WINS ? i : best;
 	}
 	EVD_LOG(DEBUG, "policy adaptive: pause %" PRIu64 " ns between busy polls (of %" PRIu64
 		", %" PRIu64 " and %" PRIu64 " ns, turns won %u and %u of %u)", pace_ns[lo + best],
 		pace_ns[lo], pace_ns[lo + 1], pace_ns[lo + 2], wins[1], wins[2], PACE_TURNS);
-	if (lo + best == a->pace_step) {
-		a->pace_hold = RTE_MIN(PACE_HOLD << a->pace_stays, PACE_HOLD_MOST);
-		a->pace_stays += a->pace_hold < PACE_HOLD_MOST;
-	} else {
-		a->pace_hold = a->pace_stays = 0;
-	}
+	/* a choice that stayed holds (PACE_HOLD at least), one that moved none */
+	a->pace_hold = lo + best == a->pace_step ? RTE_MIN(PACE_HOLD << a->pace_stays, PACE_HOLD_MOST)
+						  : 0;
+	a->pace_stays = a->pace_hold > 0 ? a->pace_stays + (a->pace_hold < PACE_HOLD_MOST) : 0;
 	a->pace_step = lo + best;
 	a->pace_turn = 0;
 }
