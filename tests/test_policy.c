@@ -1399,16 +1399,19 @@ gap_then_decide(struct evd_policy *p, uint64_t *now, uint64_t g, uint32_t n, uin
 
 /* Naps, decided on a virtual clock: the nap is budget - T (nothing armed);
  * it comes where the arrival rate (completions over gaps, averaged over the
- * idle gaps) promises two arrivals a nap or more: soon with gaps of a
- * quarter nap, never with gaps of four naps, and a nap that finds a batch
- * is followed by another; a nap that found nothing is followed by no nap
- * in the same gap; nap=0, and a budget with no room for a nap, never nap. */
+ * idle gaps) promises two arrivals a nap, or as many as cost the nap's own
+ * wake, C(nap), asleep at B each where that is more: soon with gaps of a
+ * quarter of what that asks, never with gaps of four naps, and a nap that
+ * finds a batch is followed by another; a nap that found nothing is
+ * followed by no nap in the same gap; nap=0, and a budget with no room for
+ * a nap, never nap. */
 static void
 test_adaptive_naps(void)
 {
 	const struct evd_policy_env *env = evd_policy_env_get();
-	uint64_t budget = nap_budget_ns(), now = 1000000000ull, arg = 0, nap;
+	uint64_t budget = nap_budget_ns(), now = 1000000000ull, arg = 0, nap, dense;
 	double l = evd_policy_env_timeout_late_ns(env, budget);
+	uint32_t k; /* arrivals a nap: four times the need at least */
 	struct evd_policy *p;
 	char spec[96];
 	int i;
@@ -1416,27 +1419,31 @@ test_adaptive_naps(void)
 	snprintf(spec, sizeof(spec), "adaptive:p99_us=%" PRIu64, budget / 1000);
 	CHECK_EQ(evd_policy_create(spec, &p), 0);
 	nap = budget - (uint64_t)l;
+	k = 4 * (uint32_t)RTE_MAX(2.0, evd_policy_env_timeout_ns(env, nap) /
+					       (double)env->sleep_wake_ns + 1);
+	dense = nap / k;
 	for (i = 0; i < 100; i++) /* sparse: one arrival every four naps */
 		CHECK(gap_then_decide(p, &now, 4 * nap, 1, &arg) != EVD_ACTION_NAP);
-	for (i = 0; i < 100; i++) /* dense: four arrivals a nap */
-		if (gap_then_decide(p, &now, nap / 4, 1, &arg) == EVD_ACTION_NAP)
+	for (i = 0; i < 100; i++) /* dense: four times the arrivals a nap needs */
+		if (gap_then_decide(p, &now, dense, 1, &arg) == EVD_ACTION_NAP)
 			break;
-	printf("  budget %" PRIu64 " ns, T %.0f ns, B %" PRIu64 " ns: nap %" PRIu64 " ns after %d "
-	       "dense gaps\n", budget, l, env->sleep_wake_ns, arg, i);
+	printf("  budget %" PRIu64 " ns, T %.0f ns, B %" PRIu64 " ns, C(nap) %.0f ns: nap %" PRIu64
+	       " ns after %d gaps of %" PRIu64 " ns\n", budget, l, env->sleep_wake_ns,
+	       evd_policy_env_timeout_ns(env, nap), arg, i, dense);
 	CHECK(i < 100);
 	CHECK(arg + (uint64_t)l <= budget);
 	CHECK(arg > 2 * env->sleep_wake_ns);
 	/* it found nothing: the next round goes on without a nap */
 	CHECK(decide_at(p, now, arg + 1000, 2, &arg) != EVD_ACTION_NAP);
-	/* one that finds a batch (four arrivals, a nap long): another */
-	CHECK(gap_then_decide(p, &now, nap / 4, 1, &arg) == EVD_ACTION_NAP);
-	CHECK(gap_then_decide(p, &now, arg + 100, 4, &arg) == EVD_ACTION_NAP);
+	/* one that finds a batch (k arrivals, a nap long): another */
+	CHECK(gap_then_decide(p, &now, dense, 1, &arg) == EVD_ACTION_NAP);
+	CHECK(gap_then_decide(p, &now, arg + 100, k, &arg) == EVD_ACTION_NAP);
 	evd_policy_destroy(p);
 
 	snprintf(spec, sizeof(spec), "adaptive:p99_us=%" PRIu64 ",nap=0", budget / 1000);
 	CHECK_EQ(evd_policy_create(spec, &p), 0);
 	for (i = 0; i < 100; i++)
-		CHECK(gap_then_decide(p, &now, nap / 4, 1, &arg) != EVD_ACTION_NAP);
+		CHECK(gap_then_decide(p, &now, dense, 1, &arg) != EVD_ACTION_NAP);
 	evd_policy_destroy(p);
 
 	log_capture();
@@ -1614,6 +1621,34 @@ test_adaptive_pace(void)
 		if (c[i].p0 == OPEN)
 			CHECK(r.last1_ns <= one_cmp_ms * 1000000);
 	}
+}
+
+/* A nap's wake is a timeout, C(nap), which the window calibration puts at
+ * 3.0 B near 133 us: arrivals that would cost less than that asleep (2.5 a
+ * nap) take no nap, where 8 do (on an environment given with C; a rule of
+ * two arrivals a nap, which takes C for B, napped at 2.5). */
+static void
+test_adaptive_nap_cost(void)
+{
+	const struct evd_policy_env *env = evd_policy_env_get();
+	uint64_t now = 1000000000ull, arg = 0, nap;
+	struct evd_policy *p;
+	int i, naps = 0;
+
+	CHECK_EQ(evd_policy_create("adaptive:p99_us=200", &p), 0);
+	nap = 200000 - (uint64_t)evd_policy_env_timeout_late_ns(env, 200000);
+	printf("  nap %" PRIu64 " ns, C(nap) %.0f ns, B %" PRIu64 " ns\n", nap,
+	       evd_policy_env_timeout_ns(env, nap), env->sleep_wake_ns);
+	CHECK(evd_policy_env_timeout_ns(env, nap) > 3 * (double)env->sleep_wake_ns);
+	for (i = 0; i < 200; i++) /* 2.5 arrivals a nap */
+		naps += gap_then_decide(p, &now, nap * 2 / 5, 1, &arg) == EVD_ACTION_NAP;
+	printf("  2.5 arrivals a nap: %d naps in 200 gaps\n", naps);
+	CHECK_EQ(naps, 0);
+	for (i = 0; i < 200 && naps == 0; i++) /* eight */
+		naps += gap_then_decide(p, &now, nap / 8, 1, &arg) == EVD_ACTION_NAP;
+	printf("  8 arrivals a nap: a nap after %d gaps\n", i);
+	CHECK_EQ(naps, 1);
+	evd_policy_destroy(p);
 }
 
 /* Naps made to end the whole budget late until they stop (the gaps stay
@@ -2354,6 +2389,20 @@ main(int argc, char **argv)
 	if (argc > 1 && strcmp(argv[1], "pace") == 0) {
 		on_env(5581, 10773, 10773, 86585, 101382); /* calibration-score.txt's */
 		TEST(test_adaptive_pace);
+		return 0;
+	}
+	if (argc > 1 && strcmp(argv[1], "napcost") == 0) {
+		const struct evd_policy_env e = { /* calibration-score-window.txt's, no window */
+			.sleep_wake_ns = 5581,
+			.wake_at_ns = { 10000, 100000, 1000000, 10000000 },
+			.wake_ns = { 10773, 10773, 86585, 101382 },
+			.timeout_at_ns = { 100000, 1000000 },
+			.timeout_ns = { 17844, 10440 },
+			.timeout_late_ns = { 53302, 58721, 86585, 101382 },
+		};
+
+		CHECK_EQ(evd_policy_env_set(&e), 0);
+		TEST(test_adaptive_nap_cost);
 		return 0;
 	}
 	if (argc > 1 && strcmp(argv[1], "napretry") == 0) {

@@ -6,8 +6,8 @@
 
 #include "adaptive.h"
 
-/* Nap where the arrival rate promises two arrivals a nap or more: one is no
- * better than a sleep, and waits longer. The rate is a ratio of averages
+/* Nap where the arrival rate promises the arrivals a nap needs (nap.c,
+ * evd__nap_length: the larger of two and C(nap) / B). The rate is a ratio of averages
  * over the idle gaps (completions, and the gap before them; 1/8 each, the
  * first whole), since the mean of 1/gap is dominated by the short gaps. */
 static inline bool
@@ -19,7 +19,7 @@ nap_pays(struct adaptive *a, const struct evd_policy_input *in)
 		a->nap_gap += ((double)a->last_gap_ns - a->nap_gap) * k;
 		a->nap_burst += ((double)in->last_burst - a->nap_burst) * k;
 	}
-	return a->nap_burst > 0 && a->nap_burst * (double)a->nap_ns >= 2.0 * a->nap_gap;
+	return a->nap_burst > 0 && a->nap_burst * (double)a->nap_ns >= a->nap_need * a->nap_gap;
 }
 
 /* The decision at an empty round, in its steps: at a gap's first empty

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Naps: under a p99 target, a short wait with nothing armed where the
- * arrival rate promises two arrivals a nap or more; its length is the
- * target less how late naps end.
+ * arrival rate promises the arrivals a nap must find to pay; its length
+ * is the target less how late naps end.
  */
 
 #include "adaptive.h"
@@ -13,13 +13,17 @@
 #define NAP_STEP_NS 20.0 /* down when a nap ends sooner; up 99 steps when later */
 
 /* The nap the target leaves room for once a nap's lateness is paid: 0 when
- * that is not over 2 B (spinning through a nap of B costs no more than it). */
+ * that is not over 2 B (spinning through a nap of B costs no more than it);
+ * and the arrivals it must promise: two (one is no better than a sleep,
+ * and waits longer), or as many as sleep at B for its own wake's C where
+ * that is more (a nap ends in a timeout). */
 void
 evd__nap_length(struct adaptive *a)
 {
-	double s = a->target_ns - a->nap_late_ns;
+	double s = a->target_ns - a->nap_late_ns, b = fmax((double)a->env->sleep_wake_ns, 1.0);
 
-	a->nap_ns = s > 2.0 * (double)a->env->sleep_wake_ns ? (uint64_t)s : 0;
+	a->nap_ns = s > 2.0 * b ? (uint64_t)s : 0;
+	a->nap_need = fmax(2.0, evd_policy_env_timeout_ns(a->env, a->nap_ns) / b);
 }
 
 /* Naps stopped by lateness: try again with the shortest nap allowed (3 B),
