@@ -1625,7 +1625,7 @@ test_adaptive_pace(void)
 
 /* A nap's wake is a timeout, C(nap), which the window calibration puts at
  * 3.0 B near 133 us: arrivals that would cost less than that asleep (2.5 a
- * nap) take no nap, where 8 do (on an environment given with C; a rule of
+ * nap) take no nap, where 8 do (on that calibration, given; a rule of
  * two arrivals a nap, which takes C for B, napped at 2.5). */
 static void
 test_adaptive_nap_cost(void)
@@ -2366,6 +2366,7 @@ main(int argc, char **argv)
 		TEST(test_adaptive_window_cold);
 		TEST(test_adaptive_window_bursts);
 		TEST(test_adaptive_window_late);
+		TEST(test_adaptive_nap_cost);
 		return 0;
 	}
 	if (argc > 1 && strcmp(argv[1], "p99") == 0) {
@@ -2389,20 +2390,6 @@ main(int argc, char **argv)
 	if (argc > 1 && strcmp(argv[1], "pace") == 0) {
 		on_env(5581, 10773, 10773, 86585, 101382); /* calibration-score.txt's */
 		TEST(test_adaptive_pace);
-		return 0;
-	}
-	if (argc > 1 && strcmp(argv[1], "napcost") == 0) {
-		const struct evd_policy_env e = { /* calibration-score-window.txt's, no window */
-			.sleep_wake_ns = 5581,
-			.wake_at_ns = { 10000, 100000, 1000000, 10000000 },
-			.wake_ns = { 10773, 10773, 86585, 101382 },
-			.timeout_at_ns = { 100000, 1000000 },
-			.timeout_ns = { 17844, 10440 },
-			.timeout_late_ns = { 53302, 58721, 86585, 101382 },
-		};
-
-		CHECK_EQ(evd_policy_env_set(&e), 0);
-		TEST(test_adaptive_nap_cost);
 		return 0;
 	}
 	if (argc > 1 && strcmp(argv[1], "napretry") == 0) {

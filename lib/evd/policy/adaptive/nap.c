@@ -20,7 +20,7 @@
 void
 evd__nap_length(struct adaptive *a)
 {
-	double s = a->target_ns - a->nap_late_ns, b = fmax((double)a->env->sleep_wake_ns, 1.0);
+	double s = a->target_ns - a->nap_late_ns, b = (double)a->env->sleep_wake_ns; /* B >= 1 */
 
 	a->nap_ns = s > 2.0 * b ? (uint64_t)s : 0;
 	a->nap_need = fmax(2.0, evd_policy_env_timeout_ns(a->env, a->nap_ns) / b);
