@@ -25,7 +25,8 @@
  *   several sources the superposition of each source's own gaps decides
  *   instead where it has cost less. Under a p99 target it naps
  *   (EVD_ACTION_NAP) while arrivals come two or more a nap, or C(nap) / B
- *   where that is more (a nap ends in a timeout); and it bounds
+ *   where that is more (a nap ends in a timeout), and in place of a spin
+ *   with room for a nap and its lateness where C(nap) is under N; and it bounds
  *   its sleeps where the model says that pays (the guard: at 1, 2, 3, 5 or
  *   10 ms, at the host's halt window evd_policy_env::window_ns, or not).
  *   While the loop stays busy (512 completions a ms, over epochs of 1 ms or

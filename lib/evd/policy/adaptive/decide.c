@@ -23,8 +23,8 @@ nap_pays(struct adaptive *a, const struct evd_policy_input *in)
 }
 
 /* The decision at an empty round, in its steps: at a gap's first empty
- * round its cold rules, a nap, the superposition's threshold; then spin,
- * or sleep under the guard. */
+ * round its cold rules, a nap, the superposition's threshold; then a nap
+ * where the spin has room for one, spin, or sleep under the guard. */
 enum evd_action
 evd__adaptive_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
 {
@@ -33,6 +33,7 @@ evd__adaptive_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
 
 	a->busy = false; /* (at any empty round: the first may have been evd_loop_poll()'s) */
 	stall_seen(a, in->now_ns); /* an empty round's (one that finds work: adaptive_events) */
+	a->napping = in->idle_rounds == 1 && a->nap_ns != 0 && nap_pays(a, in);
 	if (in->idle_rounds == 1) { /* the first empty round of a gap: an idle gap */
 		if (a->idle_left != 0 && --a->idle_left == 0)
 			a->next_check = 0;
@@ -41,15 +42,15 @@ evd__adaptive_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
 		 * young context's are the pooled ones) */
 		a->cold_gap = a->cold;
 		a->threshold_ns = a->rule[a->ctx][a->cold_gap].t;
-		if (a->nap_ns != 0 && nap_pays(a, in)) {
-			a->napping = true;
-			*arg = a->asked_ns = a->nap_ns;
-			return EVD_ACTION_NAP;
-		}
+		if (!a->napping && a->superposed != 0)
+			evd__superpose_choose(a);
 	}
-	a->napping = false;
-	if (in->idle_rounds == 1 && a->superposed != 0)
-		evd__superpose_choose(a);
+	/* under a target, a nap too where the spin has room for one (nap.c) */
+	a->napping |= a->nap_spin_ns != 0 && in->idle_ns + a->nap_spin_ns <= a->threshold_ns;
+	if (a->napping) {
+		*arg = a->asked_ns = a->nap_ns;
+		return EVD_ACTION_NAP;
+	}
 	if (in->idle_ns < a->threshold_ns) {
 		/* no pause past the threshold: the sleep it ends in is the model's */
 		*arg = RTE_MIN(a->pace_ns, a->threshold_ns - in->idle_ns);

@@ -16,7 +16,9 @@
  * that is not over 2 B (spinning through a nap of B costs no more than it);
  * and the arrivals it must promise: two (one is no better than a sleep,
  * and waits longer), or as many as sleep at B for its own wake's C where
- * that is more (a nap ends in a timeout). */
+ * that is more (a nap ends in a timeout). A spin with a nap and its
+ * lateness (the target) still ahead naps instead where C(nap) is less than
+ * the target: what arrives waits no more than N, which costs nothing. */
 void
 evd__nap_length(struct adaptive *a)
 {
@@ -24,6 +26,8 @@ evd__nap_length(struct adaptive *a)
 
 	a->nap_ns = s > 2.0 * b ? (uint64_t)s : 0;
 	a->nap_need = fmax(2.0, evd_policy_env_timeout_ns(a->env, a->nap_ns) / b);
+	/* (with a nap the target is over 2 B: this is C(nap) under it) */
+	a->nap_spin_ns = a->nap_ns != 0 && a->nap_need * b < a->target_ns ? (uint64_t)a->target_ns : 0;
 }
 
 /* Naps stopped by lateness: try again with the shortest nap allowed (3 B),
