@@ -448,23 +448,30 @@ test_adaptive_learns(void)
  * gap that it spins through, a busy streak of live_busy_ns. */
 static uint64_t live_stall_ns, live_wait_ns, live_busy_ns;
 static bool live_stall_short;
+/* what live_gap counts: the rounds that polled, the time napped (up to the
+ * arrival), and the longest nap with its lateness */
+static uint64_t live_polls, live_napped, live_nap_most;
 
 /* One gap of g as the loop lives it: polls of 100 ns until the policy
  * sleeps; a sleep ends L after the arrival, and the loop tells the wake,
- * then the completion, at that time. Returns whether it slept. */
+ * then the completion, at that time; a nap ends T after its length, by
+ * its timeout, and serves what came in it at that end. Returns whether it
+ * slept. */
 static bool
 live_gap(struct evd_policy *p, uint64_t *now, uint64_t g)
 {
 	const struct evd_policy_env *env = evd_policy_env_get();
-	uint64_t idle, stall = live_stall_short && g >= 1000000 ? 0 : live_stall_ns;
+	uint64_t idle, step, found = g, stall = live_stall_short && g >= 1000000 ? 0 : live_stall_ns;
 
-	for (idle = 0; idle < g; idle += idle == 1000 ? 100 + stall + live_wait_ns : 100) {
+	for (idle = 0; idle < g; idle += step) {
 		struct evd_policy_input in = { .now_ns = *now + idle, .idle_ns = idle,
 					       .idle_rounds = idle / 100 + 1, .last_burst = 1,
 					       .n_sources = 1 };
 		uint64_t arg;
+		enum evd_action act = evd_policy_decide(p, &in, &arg);
 
-		if (evd_policy_decide(p, &in, &arg) == EVD_ACTION_SLEEP) {
+		step = idle == 1000 ? 100 + stall + live_wait_ns : 100;
+		if (act == EVD_ACTION_SLEEP) {
 			uint64_t late = (uint64_t)evd_policy_env_wake_ns(env, g - idle);
 
 			*now += g + late;
@@ -472,11 +479,21 @@ live_gap(struct evd_policy *p, uint64_t *now, uint64_t g)
 			evd_policy_events(p, *now, 1);
 			return true;
 		}
+		if (act == EVD_ACTION_NAP) {
+			step = arg + (uint64_t)evd_policy_env_timeout_late_ns(env, arg);
+			live_napped += RTE_MIN(step, g - idle);
+			live_nap_most = RTE_MAX(live_nap_most, step);
+			evd_policy_wake(p, *now + idle + step, step, EVD_WAKE_TIMEOUT);
+			found = RTE_MAX(idle + step, g);
+			continue;
+		}
+		live_polls++;
 		if (idle == 1000 && live_wait_ns != 0)
 			evd_policy_wake(p, *now + idle + 100 + live_wait_ns, live_wait_ns,
 					EVD_WAKE_TIMEOUT);
 	}
-	*now += stall != 0 ? idle : g; /* a stall past the arrival: found at its end */
+	/* a stall past the arrival: found at its end; a nap past it, at the nap's */
+	*now += stall != 0 ? idle : found;
 	evd_policy_events(p, *now, 1);
 	if (live_busy_ns != 0) { /* the streak's later rounds, told at its end */
 		*now += live_busy_ns;
@@ -2259,46 +2276,6 @@ test_adaptive_p99(void)
 	CHECK_EQ(evd_policy_create("adaptive:p99_us=0", &(struct evd_policy *){ NULL }), -EINVAL);
 }
 
-/* One gap of g as the loop lives it, naps too: a nap of n ends T(n) after
- * it, by its timeout, and serves what came in it at that end; a sleep ends
- * L after the arrival. Counts the polls and the time napped; returns
- * whether it slept. Every nap must end within @p n_max. */
-static bool
-nap_gap(struct evd_policy *p, uint64_t *now, uint64_t g, uint64_t n_max, uint64_t *polls,
-	uint64_t *napped)
-{
-	const struct evd_policy_env *env = evd_policy_env_get();
-	uint64_t idle = 0, arg;
-
-	for (uint64_t r = 1; idle < g; r++) {
-		struct evd_policy_input in = { .now_ns = *now + idle, .idle_ns = idle, .idle_rounds = r,
-					       .last_burst = 1, .n_sources = 1 };
-		enum evd_action act = evd_policy_decide(p, &in, &arg);
-		uint64_t end = idle + arg + (uint64_t)evd_policy_env_timeout_late_ns(env, arg);
-
-		if (act == EVD_ACTION_SLEEP) {
-			uint64_t late = (uint64_t)evd_policy_env_wake_ns(env, g - idle);
-
-			*now += g + late;
-			evd_policy_wake(p, *now, g - idle + late, EVD_WAKE_NOTIFY);
-			evd_policy_events(p, *now, 1);
-			return true;
-		}
-		if (act != EVD_ACTION_NAP) {
-			*polls += 1;
-			idle += 100 + (act == EVD_ACTION_PAUSE ? arg : 0);
-			continue;
-		}
-		CHECK(end - idle <= n_max);
-		*napped += RTE_MIN(end, g) - idle;
-		evd_policy_wake(p, *now + end, end - idle, EVD_WAKE_TIMEOUT);
-		idle = end;
-	}
-	*now += idle; /* at the end of the nap it came in, or the round that found it */
-	evd_policy_events(p, *now, 1);
-	return false;
-}
-
 /* p99_us=60 on 30 us gaps and one of 2 ms in 50: sleeping a 2 ms gap wakes
  * later than N (L after 1 ms is 86.6 us), and 2 % of them is over what a
  * p99 allows, so the gap's context spins through both. A nap of N - T costs
@@ -2316,20 +2293,22 @@ test_adaptive_nap_spin(void)
 		struct evd_policy *p;
 
 		CHECK_EQ(evd_policy_create(spec[k], &p), 0);
+		live_nap_most = 0;
 		for (int i = 0; i < 12000; i++) {
-			bool lng = i % 50 == 49;
-			uint64_t pl = 0, np = 0;
-			/* (a nap's lateness is tracked in 20 ns steps: nap.c) */
-			bool s = nap_gap(p, &now, lng ? 2000000 : 30000, 60020, &pl, &np);
+			bool lng = i % 50 == 49, s;
 
+			live_polls = live_napped = 0;
+			s = live_gap(p, &now, lng ? 2000000 : 30000);
 			if (i >= 10000 && lng) {
-				polls += pl;
-				napped += np;
+				polls += live_polls;
+				napped += live_napped;
 				slept += s;
 				longs++;
 			}
 		}
 		evd_policy_destroy(p);
+		/* every nap ends within N (its lateness tracked in 20 ns steps: nap.c) */
+		CHECK(live_nap_most <= 60020);
 		printf("  %s, the last %" PRIu64 " 2 ms gaps: %" PRIu64 " slept, %.0f polls and "
 		       "%.0f us napped a gap\n", spec[k], longs, slept, (double)polls / longs,
 		       (double)napped / longs / 1000);

@@ -99,7 +99,7 @@ struct adaptive {
 	bool napping;         /* the last action was a nap (on_wake: a nap's end) */
 	double nap_gap, nap_burst; /* at the idle gaps: gap and completions, averaged (naps only) */
 	double nap_need;      /* the arrivals it must promise (nap.c) */
-	uint64_t nap_spin_ns; /* a spin with this much left naps (nap.c; 0: none) */
+	uint64_t nap_spin_ns; /* a spin with more than this left naps (nap.c; UINT64_MAX: none) */
 	bool naps_late;       /* naps stopped: they ended too late for the target */
 	/* under a target, the loop's stalls (stall_seen): when the next round
 	 * is due, and the share of the time polled that rounds came more than N

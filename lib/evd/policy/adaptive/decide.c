@@ -33,7 +33,6 @@ evd__adaptive_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
 
 	a->busy = false; /* (at any empty round: the first may have been evd_loop_poll()'s) */
 	stall_seen(a, in->now_ns); /* an empty round's (one that finds work: adaptive_events) */
-	a->napping = in->idle_rounds == 1 && a->nap_ns != 0 && nap_pays(a, in);
 	if (in->idle_rounds == 1) { /* the first empty round of a gap: an idle gap */
 		if (a->idle_left != 0 && --a->idle_left == 0)
 			a->next_check = 0;
@@ -42,11 +41,14 @@ evd__adaptive_decide(void *st, const struct evd_policy_input *in, uint64_t *arg)
 		 * young context's are the pooled ones) */
 		a->cold_gap = a->cold;
 		a->threshold_ns = a->rule[a->ctx][a->cold_gap].t;
-		if (!a->napping && a->superposed != 0)
+		if (a->superposed != 0)
 			evd__superpose_choose(a);
 	}
-	/* under a target, a nap too where the spin has room for one (nap.c) */
-	a->napping |= a->nap_spin_ns != 0 && in->idle_ns + a->nap_spin_ns <= a->threshold_ns;
+	/* naps, a target's (which has no superposition: ops.c): at a gap's
+	 * first round where the rate pays, or where the spin has room for one
+	 * (nap.c); without a target, one branch, off the default's path */
+	a->napping = unlikely(a->nap_ns != 0) && ((in->idle_rounds == 1 && nap_pays(a, in)) ||
+		a->threshold_ns - RTE_MIN(in->idle_ns, a->threshold_ns) > a->nap_spin_ns);
 	if (a->napping) {
 		*arg = a->asked_ns = a->nap_ns;
 		return EVD_ACTION_NAP;

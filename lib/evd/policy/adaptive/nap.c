@@ -27,7 +27,7 @@ evd__nap_length(struct adaptive *a)
 	a->nap_ns = s > 2.0 * b ? (uint64_t)s : 0;
 	a->nap_need = fmax(2.0, evd_policy_env_timeout_ns(a->env, a->nap_ns) / b);
 	/* (with a nap the target is over 2 B: this is C(nap) under it) */
-	a->nap_spin_ns = a->nap_ns != 0 && a->nap_need * b < a->target_ns ? (uint64_t)a->target_ns : 0;
+	a->nap_spin_ns = a->nap_need * b < a->target_ns ? (uint64_t)a->target_ns - 1 : UINT64_MAX;
 }
 
 /* Naps stopped by lateness: try again with the shortest nap allowed (3 B),
