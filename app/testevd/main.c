@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <signal.h>
 #include <limits.h>
@@ -83,6 +84,7 @@ main(int argc, char **argv)
 						"--in-memory", "--file-prefix", "--no-shconf",
 						"--single-file-segments", "--legacy-mem", NULL };
 	static const char *const pci_opts[] = { "--no-pci", "-a", "--allow", "-b", "--block", NULL };
+	static const char *const core_opts[] = { "-l", "-c", "--lcores", "--main-lcore", NULL };
 	struct trace trace;
 	struct opts o = {
 		.source = "ring",
@@ -102,6 +104,8 @@ main(int argc, char **argv)
 		.progress = isatty(STDOUT_FILENO),
 	};
 	char *eal_argv[64], prefix[64];
+	cpu_set_t cpus;
+	bool unpin;
 	int eal_argc = 0, n_eal = 0, dash = -1, rc;
 
 	for (int i = 1; i < argc; i++)
@@ -194,6 +198,11 @@ main(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
+	/* EAL pins this thread to the main lcore's CPU, so scorings run side
+	 * by side would share one; one on a given calibration times nothing, so it
+	 * keeps the CPUs it was started on, unless told which to use */
+	unpin = o.score && o.calibration != NULL && !has_opt(n_eal + 1, argv, core_opts) &&
+		sched_getaffinity(0, sizeof(cpus), &cpus) == 0;
 	atexit(remove_runtime_dir);
 	rc = rte_eal_init(eal_argc, eal_argv);
 	if (rc < 0) {
@@ -201,6 +210,8 @@ main(int argc, char **argv)
 		rc = EXIT_RUNTIME;
 		goto out;
 	}
+	if (unpin)
+		(void)sched_setaffinity(0, sizeof(cpus), &cpus);
 	snprintf(runtime_dir, sizeof(runtime_dir), "%s", rte_eal_get_runtime_dir());
 	/* the port first: a run would calibrate before finding it missing */
 	if ((o.send || o.raw_epoll || strcmp(o.source, "ethdev") == 0) &&
