@@ -25,8 +25,10 @@ PY
 
 # record PATTERN FILE: a sender's packets, written to FILE
 record() {
+	local rate=(--rate 2000)
+	[ "$1" != idle ] || rate=() # (no timed phase: it takes no --rate)
 	timeout 60 "$testevd" $eal --vdev "net_pcap0,rx_pcap=$tmp/empty.pcap,tx_pcap=$2" -- \
-		--send --pattern "$1" --rate 2000 --duration 0.1 --send-delay 0.05 --no-progress \
+		--send --pattern "$1" "${rate[@]}" --duration 0.1 --send-delay 0.05 --no-progress \
 		>"$tmp/send.log" 2>&1 || { echo "FAIL: recording $1"; cat "$tmp/send.log"; exit 1; }
 }
 # receive FILE NAME: the receiver on FILE; its status in rc, its JSON in NAME.json

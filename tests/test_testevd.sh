@@ -577,6 +577,36 @@ badmsg "--events with a file trace" "--events is how many arrivals a generator m
 	--score --trace "$tmp/three.txt" --events 10
 badmsg "--events with a pattern" "--events is how many arrivals a generator makes" --events 10
 badmsg "--seed with a file trace" "a file trace has no randomness" --score --trace "$tmp/three.txt" --seed 3
+badmsg "--rate with a pattern of no timed phase" "--pattern saturate has none" --pattern saturate --rate 1
+badmsg "--seed with the idle pattern" "--pattern idle has none" --pattern idle --seed 5
+# a report never lands on another file of the command line: the other
+# report, the calibration or the trace it reads (by name, or by inode)
+printf '5000 16000 16000 19000 25000\n' >"$tmp/cal1.txt"
+cp "$tmp/cal1.txt" "$tmp/cal1.keep"
+badmsg "--json and --timeline on one file" "--json and --timeline name the same file" \
+	--score --calibration "$tmp/cal1.txt" --trace day --events 10 --json "$tmp/same" --timeline "$tmp/same"
+badmsg "--json over the calibration" "--json and --calibration name the same file" \
+	--score --calibration "$tmp/cal1.txt" --trace day --events 10 --json "$tmp/./cal1.txt"
+badmsg "--timeline over the trace" "--timeline and --trace name the same file" \
+	--score --calibration "$tmp/cal1.txt" --trace "$tmp/three.txt" --timeline "$tmp/three.txt"
+if cmp -s "$tmp/cal1.txt" "$tmp/cal1.keep" && [ "$(wc -l <"$tmp/three.txt")" -eq 3 ]; then
+	echo "ok: the calibration and the trace are as they were"
+else
+	echo "FAIL: a refused run wrote over an input"; fail=1
+fi
+# the policy's name in any case, as the library takes it
+check "--compare tuning Adaptive:nap=0" 0 "$testevd" --no-progress --score --compare \
+	--calibration "$tmp/cal1.keep" --trace day --events 200 --policy Adaptive:nap=0
+# the seed whose state would be xorshift's fixed point: 2,000 Poisson arrivals
+# at 2k/s span about a second, not 2,000 equal gaps
+"$testevd" --no-progress --score --calibration "$tmp/cal1.keep" --trace poisson:rate=2000 \
+	--events 2000 --seed 7127620225444075861 >"$tmp/out" 2>&1
+span=$(sed -n 's/.*(2000 arrivals over \([0-9.]*\) s).*/\1/p' "$tmp/out")
+if [ -n "$span" ] && python3 -c "import sys; sys.exit(not 0.5 < $span < 2)"; then
+	echo "ok: every seed drives the generator ($span s)"
+else
+	echo "FAIL: seed 7127620225444075861: span '$span' s"; cat "$tmp/out"; fail=1
+fi
 badmsg "--port on the ring source" "--port applies to" --port 3
 badmsg "--queues on the ring source" "--queues applies to" --queues 4
 badmsg "--linger with --score" "--score, --send and --raw-epoll run none" --score --trace day --events 10 --linger 5

@@ -54,6 +54,21 @@ has_opt(int argc, char **argv, const char *const *names)
 	return false;
 }
 
+/* Whether two of the files named on the command line are one (a report
+ * written over a trace, a calibration or the other report): by inode where
+ * both exist, else by name; "-" (stdout) and unset names are none. */
+static bool
+same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	if (a == NULL || b == NULL || strcmp(a, "-") == 0 || strcmp(b, "-") == 0)
+		return false;
+	if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
+		return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+	return strcmp(a, b) == 0;
+}
+
 /* Whether an output file can be written, asked before the run: without
  * touching a report already there (a run refused later for bad input must
  * not have emptied it), one that exists must be writable; else create it
@@ -166,6 +181,22 @@ main(int argc, char **argv)
 	 * socket raise SIGPIPE (22.11's vhost_user_write sends without
 	 * MSG_NOSIGNAL), which would kill the receiver before it reports. */
 	signal(SIGPIPE, SIG_IGN);
+	{
+		const char *const name[] = { "--json", "--timeline", "--save-calibration",
+					     "--calibration", "--trace" };
+		const char *const path[] = { o.json, o.timeline, o.save_calibration, o.calibration,
+					     o.trace };
+
+		/* each output (the first three) against every other file */
+		for (int i = 0; i < 3; i++)
+			for (int j = i + 1; j < 5; j++)
+				if (same_file(path[i], path[j])) {
+					fprintf(stderr, "%s: %s and %s name the same file, %s: "
+						"give each its own\n", argv[0], name[i], name[j],
+						path[i]);
+					return EXIT_USAGE;
+				}
+	}
 	if ((o.json != NULL && strcmp(o.json, "-") != 0 && !writable(argv[0], "--json", o.json)) ||
 	    (o.timeline != NULL && !writable(argv[0], "--timeline", o.timeline)))
 		return EXIT_USAGE;

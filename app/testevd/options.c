@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <rte_build_config.h>
 
@@ -67,8 +68,8 @@ testevd_usage(FILE *f, const char *prog)
 		"                    periodic:...,sources=N: N independent periodic sources\n"
 		"                    (ids 1..N, id k every P (1 + 0.41 (k - 1)); N up to 8).\n"
 		"                    A key left out takes rate=10000, on_ms=5, off_ms=50,\n"
-		"                    alpha=1.5, mean_us=200, period_us=1000, jitter_us=50,\n"
-		"                    sources=1.\n"
+		"                    alpha=1.5, mean_us=200, period_us=1000, jitter_us=50;\n"
+		"                    without sources=N, periodic is one source with no id.\n"
 		"                    On the ring source a trace's source ids get one ring each\n"
 		"                    (up to 8)\n"
 		"  --speedup X       divide every gap of the trace by X (default 1)\n"
@@ -276,7 +277,7 @@ testevd_parse_opts(int argc, char **argv, struct opts *o)
 		case O_RATE:
 			if (parse_double(optarg, 1, 1e8, &o->rate) < 0)
 				return bad(prog, "invalid --rate '%s' (events/s, 1..100000000)", optarg);
-			o->pattern_given = o->shape_given = true;
+			o->pattern_given = o->shape_given = o->rate_given = true;
 			break;
 		case O_SEED:
 			if (parse_u64(optarg, 0, UINT64_MAX, &o->seed) < 0)
@@ -453,6 +454,16 @@ testevd_parse_opts(int argc, char **argv, struct opts *o)
 			   "its own arrivals (a generator takes --events N)%s", "");
 	if (o->score && o->trace == NULL)
 		return bad(prog, "--score needs --trace FILE|GENERATOR%s", "");
+	if (o->trace == NULL && (o->rate_given || o->seed_given)) {
+		const struct pattern *pat = pattern_find(o->pattern);
+		bool rated = false;
+
+		for (unsigned int p = 0; p < pat->n_phases; p++)
+			rated |= pat->phases[p].kind == PHASE_RATE;
+		if (!rated)
+			return bad(prog, "--rate and --seed drive a pattern's timed phases: --pattern "
+				   "%s has none", o->pattern);
+	}
 	if (o->lambda_given && !o->score)
 		return bad(prog, "--lambda applies to --score only (a policy takes "
 			   "adaptive:lambda_pct=N)%s", "");
@@ -476,7 +487,7 @@ testevd_parse_opts(int argc, char **argv, struct opts *o)
 	/* --compare picks its policies; --policy may tune its adaptive, no
 	 * more (so there o->policy is adaptive's spec, "adaptive" unless given) */
 	if (o->compare &&
-	    !(strncmp(o->policy, "adaptive", 8) == 0 && (o->policy[8] == '\0' || o->policy[8] == ':')))
+	    !(strncasecmp(o->policy, "adaptive", 8) == 0 && (o->policy[8] == '\0' || o->policy[8] == ':')))
 		return bad(prog, "--compare runs its own policies (poll, intr, adaptive; with --score "
 			   "every one): --policy there may only tune adaptive "
 			   "(adaptive:KEY=VALUE), not '%s'", o->policy);

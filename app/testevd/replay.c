@@ -83,7 +83,7 @@ run_replay(struct run *r)
 		return;
 	}
 
-	uint64_t rnd = r->o->seed * 0x9e3779b97f4a7c15ull + 1;
+	uint64_t rnd = testevd_seed(r->o->seed, 1);
 	uint64_t total_ns = (uint64_t)(r->o->duration_s * 1e9);
 	uint64_t phase_start = testevd_now_ns();
 

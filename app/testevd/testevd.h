@@ -63,7 +63,7 @@ struct opts {
 	bool semantics_given;
 	bool budget_given;
 	bool lambda_given, speedup_given, send_delay_given, linger_given, port_given, queues_given;
-	bool events_given, seed_given;
+	bool events_given, seed_given, rate_given;
 	bool pattern_given;    /* --pattern, --rate or --duration: the pattern's, not a --trace's */
 	bool shape_given;      /* --pattern or --rate: what a producer plays */
 	bool policy_given, max_sleep_given;
@@ -90,6 +90,16 @@ testevd_xorshift(uint64_t *s)
 	*s ^= *s >> 7;
 	*s ^= *s << 17;
 	return *s;
+}
+
+/* The state for --seed N (salt: one stream per use): never 0, xorshift's
+ * fixed point, which the one seed that maps there would otherwise give. */
+static inline uint64_t
+testevd_seed(uint64_t seed, uint64_t salt)
+{
+	uint64_t s = seed * 0x9e3779b97f4a7c15ull + salt;
+
+	return s != 0 ? s : salt;
 }
 
 #endif

@@ -394,7 +394,7 @@ generate(const char *spec, uint64_t seed, size_t events, struct trace *t)
 	char buf[128], *colon;
 	struct gen_args a = { .rate = 10000, .on_ms = 5, .off_ms = 50, .alpha = 1.5, .mean_us = 200,
 			      .period_us = 1000, .jitter_us = 50 };
-	uint64_t rnd = seed * 0x9e3779b97f4a7c15ull + 7;
+	uint64_t rnd = testevd_seed(seed, 7);
 	double phase = 0;
 	size_t cap = 0;
 	int rc = 0;
