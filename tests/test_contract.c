@@ -14,6 +14,7 @@
  * The held producer's false lost wakeups are test_contract_stress's and
  * test_race's.
  */
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <sys/eventfd.h>
@@ -102,8 +103,15 @@ test_bad_arguments(void)
 	REFUSED(evd_source_destroy(ring), -EBUSY, "still on loop");
 	REFUSED(evd_ring_discard(ring), -EBUSY, "still on loop");
 	REFUSED(evd_loop_destroy(loop), -EBUSY, "sources");
+	/* a driver's error report: a negative errno, of a source on a loop */
+	REFUSED(evd_source_report_error(NULL, -EIO), -EINVAL, "source is NULL");
+	REFUSED(evd_source_report_error(ring, 0), -EINVAL, "not a negative errno");
+	REFUSED(evd_source_report_error(ring, 5), -EINVAL, "not a negative errno");
+	REFUSED(evd_source_report_error(ring, INT_MIN), -EINVAL, "not a negative errno");
+	CHECK_EQ(evd_source_report_error(ring, -EIO), 0); /* no thread runs the loop */
 
 	CHECK_EQ(evd_loop_remove(loop, ring), 0);
+	REFUSED(evd_source_report_error(ring, -EIO), -ENOENT, "on no loop");
 	CHECK_EQ(evd_source_destroy(ring), 0);
 	CHECK_EQ(evd_loop_destroy(loop), 0);
 	CHECK_EQ(evd_loop_destroy(other), 0);
@@ -190,6 +198,8 @@ test_control_from_another_thread(void)
 	CHECK_EQ(evd_timer_cancel(r.loop, t), -EBUSY);
 	CHECK_EQ(evd_timer_start(r.loop, 0, 0, on_timer, &fired, NULL), -EBUSY);
 	CHECK_EQ(evd_loop_destroy(r.loop), -EBUSY);
+	/* a driver reports from its ops, on the loop's thread */
+	CHECK_EQ(evd_source_report_error(a, -EIO), -EBUSY);
 	CHECK(b->loop == NULL);
 
 	/* handed over: run on the loop's thread, the sleeping loop woken */

@@ -123,6 +123,9 @@ remove_in_handler(struct evd_source *s, void *b, uint16_t n, void *a)
 	(void)b;
 	r->calls += n;
 	CHECK_EQ(evd_loop_remove(r->loop, r->victim), 0);
+	/* it leaves when the round ends: until then neither removed nor added again */
+	CHECK_EQ(evd_loop_remove(r->loop, r->victim), -EINVAL);
+	CHECK_EQ(evd_loop_add(r->loop, r->victim), -EINVAL);
 }
 
 /* A handler may remove sources (its own, or another) during a round; the
@@ -187,6 +190,33 @@ on_error(struct evd_loop *loop, struct evd_source *src, int err, void *arg)
 	e->src = src;
 }
 
+static void
+remove_on_error(struct evd_loop *loop, struct evd_source *src, int err, void *arg)
+{
+	(void)err;
+	(void)arg;
+	CHECK_EQ(evd_loop_remove(loop, src), 0);
+}
+
+/* An error reported while no thread runs the loop: on_error runs on the
+ * caller's thread, and a removal there takes effect at once, as from any
+ * callback outside a round (no round would come to finish it). */
+static void
+test_error_report_outside_round(void)
+{
+	struct evd_loop_conf conf = { .policy = "poll", .on_error = remove_on_error };
+	struct evd_loop *loop;
+	struct evd_source *r;
+
+	CHECK_EQ(evd_loop_create(&conf, &loop), 0);
+	CHECK_EQ(evd_ring_create("r", 16, test_nop, NULL, &r), 0);
+	CHECK_EQ(evd_loop_add(loop, r), 0);
+	CHECK_EQ(evd_source_report_error(r, -EIO), 0);
+	CHECK(r->loop == NULL);
+	CHECK_EQ(evd_source_destroy(r), 0);
+	CHECK_EQ(evd_loop_destroy(loop), 0);
+}
+
 /* A failing source is reported through on_error and the stats; the loop
  * goes on serving the others. */
 static void
@@ -214,7 +244,7 @@ test_error_callback(void)
 	CHECK_EQ(st.errors, 1);
 	CHECK_EQ(evd_source_stats_get(&bad.src, &ss), 0);
 	CHECK_EQ(ss.errors, 1);
-	evd_source_report_error(&good.src, -ENODEV);
+	CHECK_EQ(evd_source_report_error(&good.src, -ENODEV), 0);
 	CHECK_EQ(e.n, 2);
 	CHECK_EQ(e.last, -ENODEV);
 	CHECK_EQ(evd_loop_remove(loop, &bad.src), 0);
@@ -538,6 +568,7 @@ main(void)
 	TEST(test_create_and_add_errors);
 	TEST(test_poll_only_bound);
 	TEST(test_remove_from_handler);
+	TEST(test_error_report_outside_round);
 	TEST(test_error_callback);
 	TEST(test_idle_callback);
 	TEST(test_idle_rings_never_wake);

@@ -70,6 +70,7 @@ test_spec_errors(void)
 		{ "ski-rand:b_ns=0", -EINVAL, "b_ns" },
 		{ "nosuch:a=1", -ENOENT, "'nosuch'" },
 		{ "haltpoll:start_ns=100,max_ns=10", -EINVAL, "start_ns=100 over max_ns=10" },
+		{ "adaptive:p99_us=5\n", -EINVAL, "control character 0x0a at byte 17" },
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -80,7 +81,9 @@ test_spec_errors(void)
 		log_capture();
 		rc = evd_policy_validate(bad[i].spec);
 		log_release();
-		if (rc != bad[i].rc || strstr(logbuf, bad[i].logged) == NULL) {
+		/* one line each (the log's own newline its only one) */
+		if (rc != bad[i].rc || strstr(logbuf, bad[i].logged) == NULL ||
+		    strchr(logbuf, '\n') != logbuf + strlen(logbuf) - 1) {
 			fprintf(stderr, "spec '%s': rc %d (want %d), log: %s\n", bad[i].spec, rc,
 				bad[i].rc, logbuf);
 			CHECK(0);

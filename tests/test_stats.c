@@ -312,6 +312,85 @@ test_reset_races_read(void)
 	CHECK_EQ(evd_loop_destroy(r.loop), 0);
 }
 
+/* A trace reader on another thread: evd_loop_trace_enable() frees the ring
+ * it copies, so each refuses while the other is under way (-EBUSY). The
+ * reader copies a full ring of 4096 all the time, so turning the trace off
+ * finds it mid-copy on purpose (before the refusal, ASan saw the copy read
+ * the freed ring). */
+struct trace_reader {
+	struct evd_loop *loop;
+	int stop;
+	long busy, copies;
+};
+
+static void *
+read_trace(void *arg)
+{
+	static struct evd_mode_event ev[4096];
+	struct trace_reader *t = arg;
+
+	while (!__atomic_load_n(&t->stop, __ATOMIC_ACQUIRE)) {
+		uint64_t cursor = 0;
+		int rc = evd_loop_trace_read(t->loop, &cursor, ev, 4096, NULL);
+
+		CHECK((rc >= 0 && rc <= 4096) || rc == -ENODATA || rc == -EBUSY);
+		/* (atomic: the main thread reads busy while this one runs) */
+		__atomic_fetch_add(&t->busy, rc == -EBUSY, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&t->copies, rc > 0, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+/* Retries a refused resize; never anything but -EBUSY. */
+static void
+trace_set(struct evd_loop *loop, uint32_t entries, long *busy)
+{
+	int rc;
+
+	for (long i = 0; (rc = evd_loop_trace_enable(loop, entries)) == -EBUSY; i++) {
+		CHECK(i < 100000000);
+		++*busy;
+	}
+	CHECK_EQ(rc, 0);
+}
+
+static void
+test_trace_resize_races_read(void)
+{
+	struct evd_loop_conf conf = { .policy = "intr", .max_sleep_us = 1 };
+	struct trace_reader t = { 0 };
+	struct evd_source *r;
+	long busy = 0;
+	pthread_t th;
+
+	CHECK_EQ(evd_loop_create(&conf, &t.loop), 0);
+	CHECK_EQ(evd_ring_create("t", 64, test_nop, NULL, &r), 0);
+	CHECK_EQ(evd_loop_add(t.loop, r), 0);
+	/* each refusal logs its line, and both sides retry them by the thousand */
+	rte_log_set_level_pattern("lib.evd", RTE_LOG_CRIT);
+	CHECK_EQ(pthread_create(&th, NULL, read_trace, &t), 0);
+	/* 20 rounds, then more until the two have met (at most 5,000: a reader
+	 * mid-copy nearly all the time meets the first ones on two CPUs) */
+	for (int round = 0; round < 20 || (busy + __atomic_load_n(&t.busy, __ATOMIC_RELAXED) == 0 &&
+					   round < 5000); round++) {
+		trace_set(t.loop, 4096, &busy);
+		/* intr: each empty step sleeps 1 us and wakes, two transitions */
+		for (int i = 0; i < 2048; i++)
+			CHECK_EQ(evd_loop_step(t.loop), 0);
+		trace_set(t.loop, 0, &busy);
+	}
+	__atomic_store_n(&t.stop, 1, __ATOMIC_RELEASE);
+	pthread_join(th, NULL);
+	rte_log_set_level_pattern("lib.evd", RTE_LOG_INFO); /* its registered level */
+	printf("  %ld resizes refused, %ld reads refused, %ld copies\n", busy, t.busy,
+	       t.copies);
+	CHECK(t.copies > 0);
+	CHECK(busy + t.busy > 0); /* the two met, and were kept apart */
+	CHECK_EQ(evd_loop_remove(t.loop, r), 0);
+	CHECK_EQ(evd_source_destroy(r), 0);
+	CHECK_EQ(evd_loop_destroy(t.loop), 0);
+}
+
 /* Mode transitions: recorded one per switch, in order, with the events
  * count; a reader that falls behind loses the oldest and is told how many. */
 static void
@@ -521,6 +600,7 @@ main(void)
 	TEST(test_read_while_running);
 	TEST(test_reset_races_read);
 	TEST(test_mode_trace);
+	TEST(test_trace_resize_races_read);
 	TEST(test_cpu_steps_two_threads);
 	TEST(test_sleeps_read_no_cpu_clock);
 	return 0;

@@ -34,7 +34,9 @@
  * All functions return 0 (or a count) on success and a negative errno value
  * on failure, unless stated otherwise; every refusal logs one line (lib.evd)
  * naming the argument, except evd_loop_stop(), which must stay
- * async-signal-safe.
+ * async-signal-safe, and the two states a caller polls for, which are no
+ * refusal: -ESHUTDOWN (the loop was stopped) and -ENODATA (no trace is
+ * recorded).
  *
  * Threads (doc/guides/threads.md has the table). Each function says which
  * thread may call it. The control calls (evd_loop_add(), evd_loop_remove(),
@@ -133,7 +135,9 @@ struct evd_loop_conf {
 	const struct evd_clock *clock;
 	/**
 	 * Optional error callback: called on the loop thread when a source's
-	 * op fails (@p err is the negative errno) and the loop goes on.
+	 * op fails (@p err is the negative errno) and the loop goes on; for
+	 * evd_source_report_error() while no thread runs the loop, on its
+	 * caller's thread, holding the loop as a control call does.
 	 */
 	void (*on_error)(struct evd_loop *loop, struct evd_source *src, int err, void *arg);
 	/** Argument for on_error. */
@@ -299,8 +303,10 @@ int evd_loop_add(struct evd_loop *loop, struct evd_source *src);
  * dup of the fd elsewhere would keep the old entry firing).
  * @param loop  The loop.
  * @param src   A source on @p loop.
- * @return 0; -EINVAL for NULL or destroyed arguments, or a source not on
- *   this loop; -EBUSY (another thread runs the loop).
+ * @return 0; -EINVAL for NULL or destroyed arguments, a source not on
+ *   this loop, or one a handler has removed this round already (it stays on
+ *   the loop, and evd_loop_add() refuses it, until the round ends); -EBUSY
+ *   (another thread runs the loop).
  */
 int evd_loop_remove(struct evd_loop *loop, struct evd_source *src);
 
@@ -465,11 +471,12 @@ struct evd_mode_event {
  * reads them with evd_loop_trace_read(), e.g. to draw a timeline. Control
  * path: any thread while no thread runs the loop, nor while another thread
  * reads the trace (turning it off or resizing it frees the ring that reader
- * is copying).
+ * is copying: refused, try again).
  * @param loop     The loop.
  * @param entries  Ring size, or 0.
  * @return 0; -EINVAL (NULL, or entries not a power of two in range);
- *   -EBUSY (the loop runs); -ENOMEM.
+ *   -EBUSY (the loop runs, or another thread is in evd_loop_trace_read());
+ *   -ENOMEM.
  */
 int evd_loop_trace_enable(struct evd_loop *loop, uint32_t entries);
 
@@ -485,7 +492,8 @@ int evd_loop_trace_enable(struct evd_loop *loop, uint32_t entries);
  * @param max     Room in @p out.
  * @param lost    Adds the entries skipped (may be NULL).
  * @return the number copied; -EINVAL (NULL arguments); -ENODATA (recording
- *   is off).
+ *   is off; not logged: a reader may poll for it); -EBUSY (another thread is
+ *   in evd_loop_trace_enable(): try again).
  */
 int evd_loop_trace_read(struct evd_loop *loop, uint64_t *cursor, struct evd_mode_event *out,
 			unsigned int max, uint64_t *lost);

@@ -269,6 +269,10 @@ struct evd_loop {
 	uint32_t trace_mask;
 	uint64_t trace_head;              /* atomic: entries written */
 	uint64_t trace_claim;             /* atomic: entries begun (head, or head + 1 mid-write) */
+	/* atomics: readers copying the ring, and a resize under way; each side
+	 * raises its own and then looks at the other's, so they never overlap */
+	uint32_t trace_readers;
+	bool trace_resizing;
 
 	struct evd_loop_stats stats;      /* written by the loop thread only */
 	struct evd_loop_stats stats_base; /* baseline from the last reset */

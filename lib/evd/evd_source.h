@@ -171,13 +171,17 @@ evd_source_deliver(struct evd_source *src, void *burst, uint16_t n)
 
 /**
  * Report an asynchronous error of a source (device event, CQ error) to its
- * loop: its on_error runs, as after a failed op. On the loop's thread only,
- * from one of the source's ops; an error seen on another thread is handed
- * over (evd_ibv keeps it in an atomic) and reported from the next poll.
- * @param src  The source (ignored if NULL or on no loop).
- * @param err  A negative errno, given to on_error and logged.
+ * loop: its on_error runs, as after a failed op. On the loop's thread (from
+ * one of the source's ops), or any thread while no thread runs the loop;
+ * an error seen on another thread while it runs is handed over (evd_ibv
+ * keeps it in an atomic) and reported from the next poll.
+ * @param src  The source.
+ * @param err  A negative errno (-1..-4095), given to on_error and logged.
+ * @return 0; -EINVAL (@p src NULL or not a source, @p err not a negative
+ *   errno); -ENOENT (@p src is on no loop: the error is logged, not
+ *   delivered); -EBUSY (another thread runs the loop).
  */
-void evd_source_report_error(struct evd_source *src, int err);
+int evd_source_report_error(struct evd_source *src, int err);
 
 /**
  * Wake the source's loop for it: the producer side of a `bell` source, after

@@ -57,14 +57,34 @@ evd__source_error(struct evd_loop *loop, struct evd_source *s, const char *op, i
 	}
 }
 
-void
+int
 evd_source_report_error(struct evd_source *src, int err)
 {
-	struct evd_loop *loop = src != NULL ? __atomic_load_n(&src->loop, __ATOMIC_ACQUIRE) : NULL;
+	struct evd_loop *loop;
+	bool outside;
+	int held;
 
+	if (!evd__live_source(src, "evd_source_report_error"))
+		return -EINVAL;
+	/* (err > -4096: -INT_MIN, which strerror's caller would take, overflows) */
+	if (err >= 0 || err <= -4096)
+		return EVD_ARG_ERR(-EINVAL, "evd_source_report_error %s: err %d is not a negative "
+				   "errno", src->name, err);
+	loop = __atomic_load_n(&src->loop, __ATOMIC_ACQUIRE);
 	if (loop == NULL)
-		return;
+		return EVD_ARG_ERR(-ENOENT, "evd_source_report_error %s: on no loop, %s not "
+				   "delivered", src->name, strerror(-err));
+	held = evd__control_enter(loop, "evd_source_report_error");
+	if (held < 0)
+		return held;
+	outside = !loop->in_round;
 	evd__source_error(loop, src, "async event", err);
+	/* on_error ran as in a round, so its removals waited for one: outside a
+	 * round none will come, and a removal there takes effect at once */
+	if (outside && loop->pending_removal)
+		evd__reap_removed(loop);
+	evd__control_leave(loop, held);
+	return 0;
 }
 
 /* ---- sources -------------------------------------------------------------- */
@@ -305,8 +325,10 @@ evd_loop_add(struct evd_loop *loop, struct evd_source *src)
 	 * to the loop's passes */
 	if (!__atomic_compare_exchange_n(&src->loop, &other, loop, false, __ATOMIC_ACQ_REL,
 					 __ATOMIC_ACQUIRE))
-		return EVD_ARG_ERR(-EINVAL, "evd_loop_add %s: source %s is already on loop %s",
-				   loop->name, src->name, other->name);
+		return EVD_ARG_ERR(-EINVAL, "evd_loop_add %s: source %s is already on loop %s%s",
+				   loop->name, src->name, other->name,
+				   other == loop ? " (a source a handler removed stays on it "
+						   "until the round ends)" : "");
 	held = evd__control_enter(loop, "evd_loop_add");
 	if (held < 0) {
 		rc = held;
@@ -513,6 +535,11 @@ evd_loop_remove(struct evd_loop *loop, struct evd_source *src)
 	held = evd__control_enter(loop, "evd_loop_remove");
 	if (held < 0)
 		return held;
+	if (src->removing && loop->in_round) { /* (a handler's remove this round) */
+		evd__control_leave(loop, held);
+		return EVD_ARG_ERR(-EINVAL, "evd_loop_remove %s: source %s is already being removed "
+				   "(when the round ends)", loop->name, src->name);
+	}
 	if (loop->in_round) {
 		/* Called from a handler: the round is iterating its lists. */
 		src->removing = 1;

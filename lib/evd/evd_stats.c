@@ -25,11 +25,17 @@ evd_loop_trace_enable(struct evd_loop *loop, uint32_t entries)
 	rc = evd__hold_take(loop, EVD__CONTROL);
 	if (rc < 0)
 		return EVD_ARG_ERR(rc, "evd_loop_trace_enable %s: the loop is running", loop->name);
+	__atomic_store_n(&loop->trace_resizing, true, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&loop->trace_readers, __ATOMIC_SEQ_CST) != 0) {
+		rc = EVD_ARG_ERR(-EBUSY, "evd_loop_trace_enable %s: another thread reads the trace",
+				 loop->name);
+		goto out;
+	}
 	if (entries != 0) {
 		ring = calloc(entries, sizeof(*ring));
 		if (ring == NULL) {
-			evd__hold_release(loop);
-			return EVD_ARG_ERR(-ENOMEM, "evd_loop_trace_enable %s: no memory", loop->name);
+			rc = EVD_ARG_ERR(-ENOMEM, "evd_loop_trace_enable %s: no memory", loop->name);
+			goto out;
 		}
 	}
 	free(loop->trace);
@@ -37,21 +43,19 @@ evd_loop_trace_enable(struct evd_loop *loop, uint32_t entries)
 	loop->trace_mask = entries ? entries - 1 : 0;
 	__atomic_store_n(&loop->trace_head, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&loop->trace_claim, 0, __ATOMIC_RELEASE);
+out:
+	__atomic_store_n(&loop->trace_resizing, false, __ATOMIC_RELEASE);
 	evd__hold_release(loop);
-	return 0;
+	return rc;
 }
 
-int
-evd_loop_trace_read(struct evd_loop *loop, uint64_t *cursor, struct evd_mode_event *out,
-		    unsigned int max, uint64_t *lost)
+/* evd_loop_trace_read()'s copy, with evd_loop_trace_enable() held off. */
+static int
+trace_copy(struct evd_loop *loop, uint64_t *cursor, struct evd_mode_event *out, unsigned int max,
+	   uint64_t *lost)
 {
 	uint64_t head, size, from, n, head2;
 
-	if (!evd__live_loop(loop, "evd_loop_trace_read"))
-		return -EINVAL;
-	if (cursor == NULL || (out == NULL && max > 0))
-		return EVD_ARG_ERR(-EINVAL, "evd_loop_trace_read %s: %s is NULL", loop->name,
-				   cursor == NULL ? "cursor" : "out");
 	if (loop->trace == NULL)
 		return -ENODATA;
 	size = (uint64_t)loop->trace_mask + 1;
@@ -86,6 +90,26 @@ evd_loop_trace_read(struct evd_loop *loop, uint64_t *cursor, struct evd_mode_eve
 		*lost += from - RTE_MIN(*cursor, from);
 	*cursor = from + n;
 	return (int)n;
+}
+
+int
+evd_loop_trace_read(struct evd_loop *loop, uint64_t *cursor, struct evd_mode_event *out,
+		    unsigned int max, uint64_t *lost)
+{
+	int rc;
+
+	if (!evd__live_loop(loop, "evd_loop_trace_read"))
+		return -EINVAL;
+	if (cursor == NULL || (out == NULL && max > 0))
+		return EVD_ARG_ERR(-EINVAL, "evd_loop_trace_read %s: %s is NULL", loop->name,
+				   cursor == NULL ? "cursor" : "out");
+	__atomic_fetch_add(&loop->trace_readers, 1, __ATOMIC_SEQ_CST);
+	rc = __atomic_load_n(&loop->trace_resizing, __ATOMIC_SEQ_CST)
+		     ? EVD_ARG_ERR(-EBUSY, "evd_loop_trace_read %s: evd_loop_trace_enable() "
+				   "is resizing the trace", loop->name)
+		     : trace_copy(loop, cursor, out, max, lost);
+	__atomic_fetch_sub(&loop->trace_readers, 1, __ATOMIC_RELEASE);
+	return rc;
 }
 
 /* ---- stats ----------------------------------------------------------------- */
