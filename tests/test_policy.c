@@ -636,15 +636,24 @@ test_calibration(void)
 	CHECK(env->sleep_wake_ns <= EVD_ENV_B_MAX_NS);
 	CHECK(evd_policy_env_get() == env);
 	/* a timeout's CPU at 100 us and 1 ms, its lateness at L's points (this
-	 * kernel has epoll_pwait2; a timer wake costs more CPU than none) */
-	CHECK_EQ(env->timeout_at_ns[0], 100000);
-	CHECK_EQ(env->timeout_at_ns[1], 1000000);
-	for (int k = 0; k < EVD_ENV_TIMEOUT_POINTS; k++)
-		CHECK(env->timeout_ns[k] > 0);
+	 * kernel has epoll_pwait2; a timer wake costs more CPU than none). C
+	 * needs 3 timed waits that switched out and used CPU at each point: on
+	 * a machine loaded enough to starve them it is at none (B stands in) */
+	if (env->timeout_at_ns[0] == 0) {
+		printf("  note: a timeout's CPU not measured here (the machine is loaded)\n");
+		CHECK(env->timeout_at_ns[1] == 0 && env->timeout_ns[0] == 0 && env->timeout_ns[1] == 0);
+	} else {
+		CHECK_EQ(env->timeout_at_ns[0], 100000);
+		CHECK_EQ(env->timeout_at_ns[1], 1000000);
+		for (int k = 0; k < EVD_ENV_TIMEOUT_POINTS; k++)
+			CHECK(env->timeout_ns[k] > 0);
+		CHECK(evd_policy_env_timeout_ns(env, 300000) >=
+		      RTE_MIN(env->timeout_ns[0], env->timeout_ns[1]));
+		CHECK(evd_policy_env_timeout_ns(env, 300000) <=
+		      RTE_MAX(env->timeout_ns[0], env->timeout_ns[1]));
+	}
 	for (int k = 0; k < EVD_ENV_WAKE_POINTS; k++)
 		CHECK(env->timeout_late_ns[k] > 0);
-	CHECK(evd_policy_env_timeout_ns(env, 300000) >= RTE_MIN(env->timeout_ns[0], env->timeout_ns[1]));
-	CHECK(evd_policy_env_timeout_ns(env, 300000) <= RTE_MAX(env->timeout_ns[0], env->timeout_ns[1]));
 	/* the window, found or not, at 100 us with its cold wake */
 	CHECK(env->cold_wake_ns > 0);
 	CHECK(env->window_ns == 0 || env->window_ns == 100000);
