@@ -577,6 +577,8 @@ badmsg "--events with a file trace" "--events is how many arrivals a generator m
 	--score --trace "$tmp/three.txt" --events 10
 badmsg "--events with a pattern" "--events is how many arrivals a generator makes" --events 10
 badmsg "--seed with a file trace" "a file trace has no randomness" --score --trace "$tmp/three.txt" --seed 3
+badmsg "testevd's option before '--'" "--duration=1 is testevd's: it goes after '--'" \
+	--duration=1 -- --policy poll
 badmsg "--rate with a pattern of no timed phase" "--pattern saturate has none" --pattern saturate --rate 1
 badmsg "--seed with the idle pattern" "--pattern idle has none" --pattern idle --seed 5
 # a report never lands on another file of the command line: the other
@@ -595,8 +597,8 @@ else
 	echo "FAIL: a refused run wrote over an input"; fail=1
 fi
 # the policy's name in any case, as the library takes it
-check "--compare tuning Adaptive:nap=0" 0 "$testevd" --no-progress --score --compare \
-	--calibration "$tmp/cal1.keep" --trace day --events 200 --policy Adaptive:nap=0
+check "--compare tuning Adaptive:superpose=0" 0 "$testevd" --no-progress --score --compare \
+	--calibration "$tmp/cal1.keep" --trace day --events 200 --policy Adaptive:superpose=0
 # the seed whose state would be xorshift's fixed point: 2,000 Poisson arrivals
 # at 2k/s span about a second, not 2,000 equal gaps
 "$testevd" --no-progress --score --calibration "$tmp/cal1.keep" --trace poisson:rate=2000 \

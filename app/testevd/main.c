@@ -55,18 +55,23 @@ has_opt(int argc, char **argv, const char *const *names)
 }
 
 /* Whether two of the files named on the command line are one (a report
- * written over a trace, a calibration or the other report): by inode where
- * both exist, else by name; "-" (stdout) and unset names are none. */
+ * written over a trace, a calibration or the other report): regular files
+ * by inode where both exist, else by name; "-" (stdout), devices and pipes
+ * (/dev/null twice is fine) and unset names are none. */
 static bool
 same_file(const char *a, const char *b)
 {
 	struct stat sa, sb;
+	int na, nb;
 
 	if (a == NULL || b == NULL || strcmp(a, "-") == 0 || strcmp(b, "-") == 0)
 		return false;
-	if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
-		return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-	return strcmp(a, b) == 0;
+	na = stat(a, &sa);
+	nb = stat(b, &sb);
+	if (na == 0 && nb == 0)
+		return S_ISREG(sa.st_mode) && S_ISREG(sb.st_mode) && sa.st_dev == sb.st_dev &&
+		       sa.st_ino == sb.st_ino;
+	return na != 0 && nb != 0 && strcmp(a, b) == 0;
 }
 
 /* Whether an output file can be written, asked before the run: without
@@ -143,6 +148,12 @@ main(int argc, char **argv)
 		fprintf(stderr, "%s: too many EAL options\n", argv[0]);
 		return EXIT_USAGE;
 	}
+	for (int i = 1; i <= n_eal; i++)
+		if (testevd_is_option(argv[i])) {
+			fprintf(stderr, "%s: %s is testevd's: it goes after '--' (EAL's options go "
+				"before it)\n", argv[0], argv[i]);
+			return EXIT_USAGE;
+		}
 	eal_argv[eal_argc++] = argv[0];
 	eal_argv[eal_argc++] = "--log-level=lib.eal:warning";
 	if (!has_opt(n_eal + 1, argv, mem_opts)) {
@@ -185,7 +196,8 @@ main(int argc, char **argv)
 		const char *const name[] = { "--json", "--timeline", "--save-calibration",
 					     "--calibration", "--trace" };
 		const char *const path[] = { o.json, o.timeline, o.save_calibration, o.calibration,
-					     o.trace };
+					     o.trace != NULL && !trace_is_generator(o.trace) ? o.trace
+											     : NULL };
 
 		/* each output (the first three) against every other file */
 		for (int i = 0; i < 3; i++)

@@ -52,13 +52,15 @@ testevd_usage(FILE *f, const char *prog)
 		"What to run:\n"
 		"  --policy SPEC     policy (default adaptive): poll, intr,\n"
 		"                    adaptive[:p99_us=N,lambda_pct=N,spin_max_us=N,nap=0|1,\n"
-		"                    superpose=0|1] (p99_us: a latency target)\n"
+		"                    superpose=0|1] (p99_us: a latency target; nap=0 turns off\n"
+		"                    its naps; lambda_pct and superpose act without one)\n"
 		"                    or a baseline: l3fwd, pmdmgmt, napi, haltpoll, ski2, ski-rand\n"
 		"  --pattern NAME    arrival pattern (default demo):\n",
 		prog);
 	pattern_list(f);
 	fprintf(f,
-		"  --rate R          base rate in events/s (default 20000; 1..100000000)\n"
+		"  --rate R          base rate in events/s of a pattern's timed phases\n"
+		"                    (default 20000; 1..100000000; idle and saturate have none)\n"
 		"  --duration S      length of the pattern in seconds (default 10; 0.1..86400)\n"
 		"  --seed N          random seed of the arrival gaps (default 1)\n"
 		"  --trace T         replay an arrival trace instead of --pattern: a file (one gap\n"
@@ -125,7 +127,8 @@ testevd_usage(FILE *f, const char *prog)
 		"\n"
 		"Output:\n"
 		"  --json FILE       the report as JSON ('-': stdout, the table then on stderr;\n"
-		"                    --compare and --score: an array, one entry a policy)\n"
+		"                    --compare and --score: an array, one entry a policy; not\n"
+		"                    the file of another report, the calibration or the trace)\n"
 		"  --timeline FILE   events/s, CPU %% and time asleep %% over the run; SVG if FILE\n"
 		"                    ends in .svg, else CSV (real runs: per 100 ms, from the\n"
 		"                    loop's mode transitions; --score: 200 windows)\n"
@@ -158,9 +161,9 @@ testevd_usage(FILE *f, const char *prog)
 		"\n"
 		"Exit status: 0 ok; 1 an event was lost, a lost wakeup was counted, (--echo)\n"
 		"a packet did not come back, or (ethdev receiver) the sender's END packet never\n"
-		"came (a link down for a second ends the run: the sender is gone); 2 bad command line;\n"
-		"3 EAL, port or library failure (also: --send gave up on a receiver that took\n"
-		"nothing for 5 s).\n"
+		"came (a link down for a second ends the run: the sender is gone); 2 bad command line\n"
+		"(testevd's options before '--' too); 3 EAL (its options refused too), port or\n"
+		"library failure (also: --send gave up on a receiver that took nothing for 5 s).\n"
 		"SIGINT or SIGTERM ends a run early (not --score); it reports and writes\n"
 		"--json as at the end of --duration (\"stopped_by_signal\": true). A second\n"
 		"one kills.\n"
@@ -207,48 +210,65 @@ parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
 	return 0;
 }
 
+enum { O_POLICY = 256, O_DURATION, O_PATTERN, O_RATE, O_SEED, O_JSON, O_COMPARE,
+       O_NOPROGRESS, O_MAXSLEEP, O_ROUNDS, O_SOURCE, O_SEMANTICS, O_DEVICE, O_PORT, O_QUEUES, O_SEND, O_SEND_DELAY, O_PROBE_ARM, O_RAW, O_SCORE, O_TRACE, O_SPEEDUP, O_EVENTS, O_LAMBDA, O_BUDGET, O_P99, O_ECHO, O_FORWARD, O_PEER_PID, O_TIMELINE, O_CALIB, O_SAVE_CALIB, O_LINGER, O_HELP };
+
+static const struct option lo[] = {
+	{ "policy", required_argument, NULL, O_POLICY },
+	{ "duration", required_argument, NULL, O_DURATION },
+	{ "pattern", required_argument, NULL, O_PATTERN },
+	{ "rate", required_argument, NULL, O_RATE },
+	{ "seed", required_argument, NULL, O_SEED },
+	{ "json", required_argument, NULL, O_JSON },
+	{ "compare", no_argument, NULL, O_COMPARE },
+	{ "no-progress", no_argument, NULL, O_NOPROGRESS },
+	{ "max-sleep-us", required_argument, NULL, O_MAXSLEEP },
+	{ "rounds", required_argument, NULL, O_ROUNDS },
+	{ "source", required_argument, NULL, O_SOURCE },
+	{ "semantics", required_argument, NULL, O_SEMANTICS },
+	{ "device", required_argument, NULL, O_DEVICE },
+	{ "port", required_argument, NULL, O_PORT },
+	{ "queues", required_argument, NULL, O_QUEUES },
+	{ "send", no_argument, NULL, O_SEND },
+	{ "echo", no_argument, NULL, O_ECHO },
+	{ "timeline", required_argument, NULL, O_TIMELINE },
+	{ "calibration", required_argument, NULL, O_CALIB },
+	{ "linger", required_argument, NULL, O_LINGER },
+	{ "save-calibration", required_argument, NULL, O_SAVE_CALIB },
+	{ "forward", no_argument, NULL, O_FORWARD },
+	{ "peer-pid-file", required_argument, NULL, O_PEER_PID },
+	{ "probe-arm", no_argument, NULL, O_PROBE_ARM },
+	{ "raw-epoll", no_argument, NULL, O_RAW },
+	{ "score", no_argument, NULL, O_SCORE },
+	{ "trace", required_argument, NULL, O_TRACE },
+	{ "speedup", required_argument, NULL, O_SPEEDUP },
+	{ "events", required_argument, NULL, O_EVENTS },
+	{ "lambda", required_argument, NULL, O_LAMBDA },
+	{ "budget-us", required_argument, NULL, O_BUDGET },
+	{ "p99-us", required_argument, NULL, O_P99 },
+	{ "send-delay", required_argument, NULL, O_SEND_DELAY },
+	{ "help", no_argument, NULL, O_HELP },
+	{ NULL, 0, NULL, 0 },
+};
+
+bool
+testevd_is_option(const char *arg)
+{
+	for (const struct option *x = lo; x->name != NULL; x++) {
+		size_t n = strlen(x->name);
+
+		/* EAL has a --trace and a --help of its own */
+		if (strncmp(arg, "--", 2) == 0 && strncmp(arg + 2, x->name, n) == 0 &&
+		    (arg[2 + n] == '\0' || arg[2 + n] == '=') && x->val != O_TRACE &&
+		    x->val != O_HELP)
+			return true;
+	}
+	return false;
+}
+
 int
 testevd_parse_opts(int argc, char **argv, struct opts *o)
 {
-	enum { O_POLICY = 256, O_DURATION, O_PATTERN, O_RATE, O_SEED, O_JSON, O_COMPARE,
-	       O_NOPROGRESS, O_MAXSLEEP, O_ROUNDS, O_SOURCE, O_SEMANTICS, O_DEVICE, O_PORT, O_QUEUES, O_SEND, O_SEND_DELAY, O_PROBE_ARM, O_RAW, O_SCORE, O_TRACE, O_SPEEDUP, O_EVENTS, O_LAMBDA, O_BUDGET, O_P99, O_ECHO, O_FORWARD, O_PEER_PID, O_TIMELINE, O_CALIB, O_SAVE_CALIB, O_LINGER, O_HELP };
-	static const struct option lo[] = {
-		{ "policy", required_argument, NULL, O_POLICY },
-		{ "duration", required_argument, NULL, O_DURATION },
-		{ "pattern", required_argument, NULL, O_PATTERN },
-		{ "rate", required_argument, NULL, O_RATE },
-		{ "seed", required_argument, NULL, O_SEED },
-		{ "json", required_argument, NULL, O_JSON },
-		{ "compare", no_argument, NULL, O_COMPARE },
-		{ "no-progress", no_argument, NULL, O_NOPROGRESS },
-		{ "max-sleep-us", required_argument, NULL, O_MAXSLEEP },
-		{ "rounds", required_argument, NULL, O_ROUNDS },
-		{ "source", required_argument, NULL, O_SOURCE },
-		{ "semantics", required_argument, NULL, O_SEMANTICS },
-		{ "device", required_argument, NULL, O_DEVICE },
-		{ "port", required_argument, NULL, O_PORT },
-		{ "queues", required_argument, NULL, O_QUEUES },
-		{ "send", no_argument, NULL, O_SEND },
-		{ "echo", no_argument, NULL, O_ECHO },
-		{ "timeline", required_argument, NULL, O_TIMELINE },
-		{ "calibration", required_argument, NULL, O_CALIB },
-		{ "linger", required_argument, NULL, O_LINGER },
-		{ "save-calibration", required_argument, NULL, O_SAVE_CALIB },
-		{ "forward", no_argument, NULL, O_FORWARD },
-		{ "peer-pid-file", required_argument, NULL, O_PEER_PID },
-		{ "probe-arm", no_argument, NULL, O_PROBE_ARM },
-		{ "raw-epoll", no_argument, NULL, O_RAW },
-		{ "score", no_argument, NULL, O_SCORE },
-		{ "trace", required_argument, NULL, O_TRACE },
-		{ "speedup", required_argument, NULL, O_SPEEDUP },
-		{ "events", required_argument, NULL, O_EVENTS },
-		{ "lambda", required_argument, NULL, O_LAMBDA },
-		{ "budget-us", required_argument, NULL, O_BUDGET },
-		{ "p99-us", required_argument, NULL, O_P99 },
-		{ "send-delay", required_argument, NULL, O_SEND_DELAY },
-		{ "help", no_argument, NULL, O_HELP },
-		{ NULL, 0, NULL, 0 },
-	};
 	const char *prog = argv[0];
 	uint64_t u;
 	int c;

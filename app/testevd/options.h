@@ -3,6 +3,7 @@
 #ifndef TESTEVD_OPTIONS_H
 #define TESTEVD_OPTIONS_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "testevd.h"
@@ -13,5 +14,8 @@
 /* Parse testevd's options into o, which holds the defaults. */
 int testevd_parse_opts(int argc, char **argv, struct opts *o);
 void testevd_usage(FILE *f, const char *prog);
+/* Whether @p arg ("--name" or "--name=value") is one of testevd's own
+ * options that EAL does not share: one before "--" is misplaced. */
+bool testevd_is_option(const char *arg);
 
 #endif
