@@ -17,6 +17,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -103,6 +104,24 @@ test_bad_arguments(void)
 	REFUSED(evd_source_destroy(ring), -EBUSY, "still on loop");
 	REFUSED(evd_ring_discard(ring), -EBUSY, "still on loop");
 	REFUSED(evd_loop_destroy(loop), -EBUSY, "sources");
+	/* the names, and what an fd's wait saw, asked of nothing or off the loop */
+	REFUSED(evd_loop_name(NULL), 0, "loop is NULL");
+	REFUSED(evd_loop_policy_name(NULL), 0, "loop is NULL");
+	REFUSED(evd_source_name(NULL), 0, "source is NULL");
+	REFUSED(evd_fd_revents(NULL), 0, "source is NULL");
+	REFUSED(evd_fd_revents(ring), 0, "not an fd source");
+	{
+		int efd = eventfd(1, EFD_NONBLOCK | EFD_CLOEXEC);
+		struct evd_source *f;
+
+		CHECK(efd >= 0);
+		CHECK_EQ(evd_fd_create("f", efd, EPOLLIN, count_events, NULL, &f), 0);
+		CHECK_EQ(evd_loop_add(loop, f), 0);
+		REFUSED(evd_fd_revents(f), 0, "not in its handler");
+		CHECK_EQ(evd_loop_remove(loop, f), 0);
+		CHECK_EQ(evd_source_destroy(f), 0);
+		close(efd);
+	}
 	/* a driver's error report: a negative errno, of a source on a loop */
 	REFUSED(evd_source_report_error(NULL, -EIO), -EINVAL, "source is NULL");
 	REFUSED(evd_source_report_error(ring, 0), -EINVAL, "not a negative errno");

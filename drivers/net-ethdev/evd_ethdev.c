@@ -200,7 +200,8 @@ handle_pending(struct rxq_src *q)
 	}
 	if (p & (PENDING_RMV | PENDING_DESTROY)) {
 		ETH_LOG(WARNING, "source %s: port %u %s; the queue leaves loop %s", q->src.name,
-			q->port, p & PENDING_RMV ? "removed" : "closed", evd_loop_name(q->src.loop));
+			q->port, p & PENDING_RMV ? "removed" : "closed",
+			q->src.loop != NULL ? evd_loop_name(q->src.loop) : "(none)");
 		/* first out of the loop (deferred: we are in a poll; it is not
 		 * polled again), then told, with the event ethdev raised */
 		if (q->src.loop != NULL)

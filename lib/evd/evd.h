@@ -428,12 +428,13 @@ struct evd_loop *evd_loop_lookup(const char *name);
 
 /** The loop's name. Any thread.
  * @param loop  The loop.
- * @return its name (evd_loop_conf.name, "evd" by default); NULL for NULL. */
+ * @return its name (evd_loop_conf.name, "evd" by default); NULL (logged)
+ *   for NULL or a destroyed loop. */
 const char *evd_loop_name(const struct evd_loop *loop);
 
 /** The name of the loop's policy. Any thread.
  * @param loop  The loop.
- * @return e.g. "adaptive"; NULL for NULL. */
+ * @return e.g. "adaptive"; NULL (logged) for NULL or a destroyed loop. */
 const char *evd_loop_policy_name(const struct evd_loop *loop);
 
 /**
@@ -511,7 +512,7 @@ int evd_source_stats_reset(struct evd_source *src);
 
 /** A source's name. Any thread.
  * @param src  The source.
- * @return its name; NULL for NULL. */
+ * @return its name; NULL (logged) for NULL or a destroyed source. */
 const char *evd_source_name(const struct evd_source *src);
 
 /**
@@ -633,8 +634,9 @@ int evd_fd_create(const char *name, int fd, uint32_t events, evd_handler_t handl
 /** The epoll events seen by the current call of an fd source's handler.
  * Loop thread (from the handler).
  * @param src  The fd source the handler was called for.
- * @return EPOLLIN and the others seen; 0 for a source that is not an fd
- *   source, or NULL. */
+ * @return EPOLLIN and the others seen; 0 (logged) for NULL, a source that
+ *   is not an fd source, or a call on a thread that is not running the
+ *   source's loop. */
 uint32_t evd_fd_revents(const struct evd_source *src);
 
 /* ---- Timers ------------------------------------------------------------ */

@@ -97,7 +97,21 @@ evd_fd_create(const char *name, int fd, uint32_t events, evd_handler_t handler, 
 uint32_t
 evd_fd_revents(const struct evd_source *s)
 {
-	if (s == NULL || s->ops != &fd_ops)
+	const struct evd_loop *loop;
+
+	if (!evd__live_source(s, "evd_fd_revents"))
 		return 0;
+	if (s->ops != &fd_ops) {
+		EVD_LOG(ERR, "evd_fd_revents %s: not an fd source", s->name);
+		return 0;
+	}
+	/* what the last wait saw, meaningful in the handler only: elsewhere, or
+	 * on another thread, a stale value would pass for a fresh one */
+	loop = __atomic_load_n(&s->loop, __ATOMIC_ACQUIRE);
+	if (loop == NULL || __atomic_load_n(&loop->running, __ATOMIC_ACQUIRE) == EVD__FREE ||
+	    !evd__on_owner_thread(loop)) {
+		EVD_LOG(ERR, "evd_fd_revents %s: not in its handler, on the loop's thread", s->name);
+		return 0;
+	}
 	return ((const struct evd_fd_source *)s)->revents;
 }

@@ -337,7 +337,7 @@ void evd_policy_destroy(struct evd_policy *p);
 
 /** The instance's policy name. Any thread.
  * @param p  The instance.
- * @return its name; NULL for NULL. */
+ * @return its name; NULL (logged) for NULL. */
 const char *evd_policy_name(const struct evd_policy *p);
 
 /** Ask the instance what to do after an empty round (see decide). The

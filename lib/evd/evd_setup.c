@@ -160,13 +160,13 @@ evd_loop_destroy(struct evd_loop *loop)
 const char *
 evd_loop_name(const struct evd_loop *loop)
 {
-	return loop ? loop->name : NULL;
+	return evd__live_loop(loop, "evd_loop_name") ? loop->name : NULL;
 }
 
 const char *
 evd_loop_policy_name(const struct evd_loop *loop)
 {
-	return loop ? loop->policy.ops->name : NULL;
+	return evd__live_loop(loop, "evd_loop_policy_name") ? loop->policy.ops->name : NULL;
 }
 
 uint64_t

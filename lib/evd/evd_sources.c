@@ -119,7 +119,7 @@ evd_source_init(struct evd_source *src, const struct evd_source_ops *ops, const 
 const char *
 evd_source_name(const struct evd_source *src)
 {
-	return src ? src->name : NULL;
+	return evd__live_source(src, "evd_source_name") ? src->name : NULL;
 }
 
 int
