@@ -23,10 +23,10 @@ score() { # score JSON ARGS...: one --score run, its JSON kept for the check
 	local out=$1
 	shift
 	n=$((n + 1))
+	# a failed run's message waits in its own file, shown once all have run
 	{
 		"$testevd" --no-progress --score "$@" --json "$tmp/$n-$out.json" >"$tmp/$n.out" 2>&1 ||
-			{ { echo "FAIL: testevd --score $*"; cat "$tmp/$n.out"; } >"$tmp/$n.fail"
-			  cat "$tmp/$n.fail"; touch "$tmp/failed"; }
+			{ echo "FAIL: testevd --score $*"; cat "$tmp/$n.out"; } >"$tmp/$n.fail"
 	} &
 	while [ "$(jobs -rp | wc -l)" -ge "$par" ]; do wait -n; done
 }
@@ -50,7 +50,10 @@ for cal in "$top"/bench/results/calibration-score.txt "$top"/bench/results/calib
 	done
 done
 wait
-[ ! -e "$tmp/failed" ] || fail=1
+if compgen -G "$tmp/*.fail" >/dev/null; then
+	cat "$tmp"/*.fail
+	fail=1
+fi
 python3 - "$tmp" <<'PY' || fail=1
 import glob, json, os, sys
 low, runs = None, 0

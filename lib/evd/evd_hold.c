@@ -43,7 +43,7 @@ evd__control_enter(struct evd_loop *loop, const char *call)
 {
 	int rc;
 
-	if (__atomic_load_n(&loop->running, __ATOMIC_ACQUIRE) != EVD__FREE && evd__on_owner_thread(loop))
+	if (evd__on_owner_thread(loop))
 		return 0;
 	rc = evd__hold_take(loop, EVD__CONTROL);
 	if (rc == 0)

@@ -491,6 +491,9 @@ evd__live_loop(const struct evd_loop *loop, const char *call)
 	return true;
 }
 
+/* Whether this thread holds the loop: owner is set after the take and
+ * cleared before the release, by the holder, so no other thread's hold,
+ * nor one of this thread's that ended, reads as this thread's. */
 static inline bool
 evd__on_owner_thread(const struct evd_loop *loop)
 {

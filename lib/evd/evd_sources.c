@@ -61,7 +61,6 @@ int
 evd_source_report_error(struct evd_source *src, int err)
 {
 	struct evd_loop *loop;
-	bool outside;
 	int held;
 
 	if (!evd__live_source(src, "evd_source_report_error"))
@@ -77,11 +76,10 @@ evd_source_report_error(struct evd_source *src, int err)
 	held = evd__control_enter(loop, "evd_source_report_error");
 	if (held < 0)
 		return held;
-	outside = !loop->in_round;
 	evd__source_error(loop, src, "async event", err);
-	/* on_error ran as in a round, so its removals waited for one: outside a
-	 * round none will come, and a removal there takes effect at once */
-	if (outside && loop->pending_removal)
+	/* on_error's removals wait for the end of the pass under way; where this
+	 * call took the loop no pass is, and none would come to finish them */
+	if (held > 0 && loop->pending_removal)
 		evd__reap_removed(loop);
 	evd__control_leave(loop, held);
 	return 0;
@@ -525,7 +523,7 @@ detach(struct evd_loop *loop, struct evd_source *s)
 int
 evd_loop_remove(struct evd_loop *loop, struct evd_source *src)
 {
-	int held;
+	int held, rc = 0;
 
 	if (!evd__live_loop(loop, "evd_loop_remove") || !evd__live_source(src, "evd_loop_remove"))
 		return -EINVAL;
@@ -535,12 +533,10 @@ evd_loop_remove(struct evd_loop *loop, struct evd_source *src)
 	held = evd__control_enter(loop, "evd_loop_remove");
 	if (held < 0)
 		return held;
-	if (src->removing && loop->in_round) { /* (a handler's remove this round) */
-		evd__control_leave(loop, held);
-		return EVD_ARG_ERR(-EINVAL, "evd_loop_remove %s: source %s is already being removed "
-				   "(when the round ends)", loop->name, src->name);
-	}
-	if (loop->in_round) {
+	if (loop->in_round && src->removing) {
+		rc = EVD_ARG_ERR(-EINVAL, "evd_loop_remove %s: source %s is already being removed "
+				 "(when the round ends)", loop->name, src->name);
+	} else if (loop->in_round) {
 		/* Called from a handler: the round is iterating its lists. */
 		src->removing = 1;
 		evd__act_skip(loop, src);
@@ -549,7 +545,7 @@ evd_loop_remove(struct evd_loop *loop, struct evd_source *src)
 		detach(loop, src);
 	}
 	evd__control_leave(loop, held);
-	return 0;
+	return rc;
 }
 
 /* The removals asked for during a round, once no list is iterated; a

@@ -319,9 +319,11 @@ evd_policy_destroy(struct evd_policy *p)
 const char *
 evd_policy_name(const struct evd_policy *p)
 {
-	if (p == NULL)
+	if (p == NULL) {
 		EVD_LOG(ERR, "evd_policy_name: policy is NULL");
-	return p != NULL ? p->ops->name : NULL;
+		return NULL;
+	}
+	return p->ops->name;
 }
 
 enum evd_action
