@@ -2009,6 +2009,9 @@ ra_valid(struct ra_thr *t)
 		CHECK_EQ(evd_loop_stats_get(r->g[k], &st), 0);
 		CHECK_EQ(st.lost_wakeups, 0);
 		CHECK_EQ(evd_source_stats_get(sr->src, &ss), 0);
+		/* resets on other threads meanwhile: never wrapped below 0 */
+		CHECK(st.polls < (1ull << 62) && st.events < (1ull << 62));
+		CHECK(ss.polls < (1ull << 62) && ss.events < (1ull << 62));
 		(void)evd_ring_count(sr->src); /* approximate while others post and step */
 		break;
 	case 7:
@@ -2039,10 +2042,13 @@ ra_valid(struct ra_thr *t)
 		else
 			RA_REFUSED2(t, evd_loop_resume(r->g[1 + ra_rand(t, 2)]), 0, -EBUSY);
 		break;
-	default: /* resets: thread k resets loop k's and ring k's, no other */
-		CHECK_EQ(evd_loop_stats_reset(r->g[t->id]), 0);
-		CHECK_EQ(evd_source_stats_reset(r->sr[t->id].src), 0);
+	default: { /* resets: of any loop and ring, several threads at once */
+		uint64_t k = ra_rand(t, RA_SHARED);
+
+		CHECK_EQ(evd_loop_stats_reset(r->g[k]), 0);
+		CHECK_EQ(evd_source_stats_reset(r->sr[k].src), 0);
 		break;
+	}
 	}
 	t->calls++;
 }

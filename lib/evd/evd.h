@@ -450,8 +450,9 @@ int evd_loop_stats_get(struct evd_loop *loop, struct evd_loop_stats *st);
  * Reset the loop's stats. Counters are never written by this call: it
  * records a baseline that later reads subtract, so it is safe while the loop
  * runs. A read on another thread racing it (telemetry's, say) may see some
- * counters from before the reset and some from after, each at least 0.
- * Reset from one thread at a time (any thread).
+ * counters from before the reset and some from after, each at least 0;
+ * resets on several threads at once leave each counter counted from one of
+ * them. Any thread.
  * @param loop  The loop.
  * @return 0; -EINVAL for NULL or a destroyed loop.
  */

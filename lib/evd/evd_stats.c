@@ -204,9 +204,11 @@ source_stats_read(const struct evd_source *src, struct evd_source_stats *d)
 	/* the busy ones first; a pass under way has counted them, not yet
 	 * itself: its polls are told when it ends */
 	uint64_t busy = LOAD(src->busy_polls);
+	/* a local: d is the baseline in a reset, which another may write too */
+	uint64_t polls = RTE_MAX(evd__source_polls(src), busy);
 
-	PUT(d->polls, RTE_MAX(evd__source_polls(src), busy));
-	PUT(d->empty_polls, d->polls - busy);
+	PUT(d->polls, polls);
+	PUT(d->empty_polls, polls - busy);
 	PUT(d->events, LOAD(s->events));
 	PUT(d->arms, LOAD(s->arms));
 	PUT(d->repoll_hits, LOAD(s->repoll_hits));
