@@ -10,12 +10,15 @@
  * - cancel of a one-shot timer that already fired (it had been freed);
  * - destroy of a ring holding events (they were dropped unseen);
  * - a source destroyed twice (its close ran twice);
+ * - a discard racing an add or another discard (both took the same events);
  * - bad arguments (some failed without a word).
  * The held producer's false lost wakeups are test_contract_stress's and
  * test_race's.
  */
 #include <limits.h>
 #include <pthread.h>
+#include <rte_log.h>
+#include <sched.h>
 #include <stdio.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -471,6 +474,167 @@ test_destroy_ring_with_events(void)
 	CHECK_EQ(got, 0);
 }
 
+/* ---- discards racing each other and an add ------------------------------- */
+
+/* Two threads take one ring's consumer side again and again while the main
+ * thread posts: one discards, the other adds it to a loop, polls the loop
+ * and removes it, or discards too. Every event counts once, delivered or
+ * discarded; before the claim, a discard and the loop (or two discards)
+ * both took the same events: the sum passed what was posted, or a discard
+ * never returned (the ring's tail past its head: meson's timeout). */
+struct discard_racer {
+	struct evd_source *ring;
+	struct evd_loop *loop; /* NULL: discards only */
+	uint64_t dropped, refused, rounds;
+	int *stop;
+};
+
+static void *
+discard_race(void *arg)
+{
+	struct discard_racer *d = arg;
+	int rc;
+
+	while (!__atomic_load_n(d->stop, __ATOMIC_ACQUIRE)) {
+		d->rounds++;
+		if (d->loop != NULL && (d->rounds & 1) != 0) {
+			rc = evd_loop_add(d->loop, d->ring);
+			if (rc == 0) {
+				CHECK(evd_loop_poll(d->loop, 0) >= 0);
+				CHECK_EQ(evd_loop_remove(d->loop, d->ring), 0);
+			}
+		} else {
+			rc = evd_ring_discard(d->ring);
+			if (rc > 0)
+				d->dropped += (uint64_t)rc;
+		}
+		CHECK(rc >= 0 || rc == -EBUSY);
+		if (rc == -EBUSY) /* the poster reads it */
+			__atomic_fetch_add(&d->refused, 1, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+static void
+test_discard_races_add(void)
+{
+	struct evd_loop_conf conf = { .policy = "poll" };
+	struct evd_event ev = { 0 };
+	struct discard_racer d[2] = { { 0 } };
+	uint64_t got = 0, posted = 0;
+	struct evd_source *ring;
+	struct evd_loop *loop;
+	uint32_t level = rte_log_get_global_level();
+	pthread_t t[2];
+	int stop = 0, rc;
+
+	CHECK_EQ(evd_loop_create(&conf, &loop), 0);
+	CHECK_EQ(evd_ring_create("raced", 64, count_events, &got, &ring), 0);
+	rte_log_set_global_level(RTE_LOG_CRIT); /* thousands of refusals and discards */
+	for (int i = 0; i < 2; i++) {
+		d[i] = (struct discard_racer){ .ring = ring, .loop = i ? loop : NULL, .stop = &stop };
+		CHECK_EQ(pthread_create(&t[i], NULL, discard_race, &d[i]), 0);
+	}
+	/* a full ring yields to the consumers (three threads on two CPUs: the
+	 * one holding the ring may be waiting for one); full for a million
+	 * yields in a row, it lost them: two at once can leave it so for good */
+	for (long full = 0; full < 1000000 &&
+	     (posted < 200000 || __atomic_load_n(&d[0].refused, __ATOMIC_RELAXED) == 0 ||
+	      __atomic_load_n(&d[1].refused, __ATOMIC_RELAXED) == 0);) {
+		if (evd_ring_post(ring, &ev) == 0) {
+			posted++;
+			full = 0;
+		} else {
+			full++;
+			sched_yield();
+		}
+	}
+	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+	for (int i = 0; i < 2; i++)
+		CHECK_EQ(pthread_join(t[i], NULL), 0);
+	rte_log_set_global_level(level);
+	rc = evd_ring_discard(ring);
+	CHECK(rc >= 0);
+	CHECK(posted >= 200000);
+	CHECK_EQ(got + d[0].dropped + d[1].dropped + (uint64_t)rc, posted);
+	CHECK(got > 0);
+	printf("  posted %" PRIu64 ": delivered %" PRIu64 ", discarded %" PRIu64 " + %" PRIu64
+	       " + %d; refused %" PRIu64 " and %" PRIu64 " times\n", posted, got, d[0].dropped,
+	       d[1].dropped, rc, d[0].refused, d[1].refused);
+	CHECK_EQ(evd_source_destroy(ring), 0);
+	CHECK_EQ(evd_loop_destroy(loop), 0);
+}
+
+/* ---- a remove on the loop's thread while another thread's add is refused -- */
+
+/* An add claims its source before it asks for the loop; refused (the loop
+ * runs on another thread), it lets go. A remove on the loop's thread in
+ * between must not take the source for one of the loop's: it named the
+ * loop from the claim on, and the handler's remove detached a source the
+ * table did not hold (another's slot, its key). Made to happen: a ring's
+ * handler reposts to itself and removes S each time, while a thread tries
+ * to add S again and again. */
+struct remover {
+	struct evd_loop *loop;
+	struct evd_source *s;
+	uint64_t calls, left;
+	int stop;
+};
+
+static void
+remove_other(struct evd_source *self, void *burst, uint16_t n, void *arg)
+{
+	struct remover *rm = arg;
+	struct evd_event ev = { 0 };
+
+	(void)burst;
+	for (uint16_t i = 0; i < n; i++) {
+		CHECK_EQ(evd_loop_remove(rm->loop, rm->s), -EINVAL); /* never on it */
+		__atomic_fetch_add(&rm->calls, 1, __ATOMIC_RELAXED); /* the adder reads it */
+	}
+	if (__atomic_load_n(&rm->stop, __ATOMIC_ACQUIRE))
+		CHECK_EQ(evd_loop_stop(rm->loop), 0);
+	else
+		CHECK_EQ(evd_ring_post(self, &ev), 0);
+}
+
+static void
+test_remove_during_refused_add(void)
+{
+	struct evd_loop_conf conf = { .policy = "poll" };
+	struct evd_event ev = { 0 };
+	struct remover rm = { 0 };
+	struct evd_source *ring;
+	struct runner r;
+	uint32_t level = rte_log_get_global_level();
+	uint64_t got = 0, refused = 0;
+
+	CHECK_EQ(evd_loop_create(&conf, &r.loop), 0);
+	rm.loop = r.loop;
+	CHECK_EQ(evd_ring_create("remover", 64, remove_other, &rm, &ring), 0);
+	CHECK_EQ(evd_ring_create("S", 64, count_events, &got, &rm.s), 0);
+	CHECK_EQ(evd_loop_add(r.loop, ring), 0);
+	CHECK_EQ(evd_ring_post(ring, &ev), 0);
+	rte_log_set_global_level(RTE_LOG_CRIT); /* a refusal per call, both sides */
+	CHECK_EQ(pthread_create(&r.thread, NULL, run_loop, &r), 0);
+	while (__atomic_load_n(&rm.calls, __ATOMIC_RELAXED) == 0) /* until it runs */
+		sched_yield();
+	while (refused < 300000 || __atomic_load_n(&rm.calls, __ATOMIC_RELAXED) < 300000) {
+		CHECK_EQ(evd_loop_add(r.loop, rm.s), -EBUSY);
+		refused++;
+	}
+	__atomic_store_n(&rm.stop, 1, __ATOMIC_RELEASE);
+	CHECK_EQ(pthread_join(r.thread, NULL), 0);
+	rte_log_set_global_level(level);
+	printf("  %" PRIu64 " adds refused, %" PRIu64 " removes on the loop's thread refused\n",
+	       refused, rm.calls);
+	CHECK_EQ(evd_loop_remove(r.loop, ring), 0);
+	CHECK_EQ(evd_ring_discard(ring), 0);
+	CHECK_EQ(evd_source_destroy(ring), 0);
+	CHECK_EQ(evd_source_destroy(rm.s), 0); /* on no loop, as every call said */
+	CHECK_EQ(evd_loop_destroy(r.loop), 0);
+}
+
 /* ---- a source destroyed twice -------------------------------------------- */
 
 static int closes;
@@ -478,7 +642,7 @@ static int closes;
 static void
 count_close(struct evd_source *s)
 {
-	(void)s;
+	CHECK(s->loop == NULL); /* a driver's close finds it on no loop */
 	closes++;
 }
 
@@ -495,7 +659,13 @@ test_destroy_twice(void)
 	 * call reads no freed memory: the poison answers it */
 	struct evd_source s;
 
+	struct evd_loop *loop;
+
 	CHECK_EQ(evd_source_init(&s, &twice_ops, "twice", count_events, NULL), 0);
+	CHECK_EQ(evd_loop_create(&(struct evd_loop_conf){ .policy = "poll" }, &loop), 0);
+	CHECK_EQ(evd_loop_add(loop, &s), 0); /* a loop named it once */
+	CHECK_EQ(evd_loop_remove(loop, &s), 0);
+	CHECK_EQ(evd_loop_destroy(loop), 0);
 	CHECK_EQ(evd_source_destroy(&s), 0);
 	CHECK_EQ(evd_source_destroy(&s), -EINVAL);
 	CHECK_EQ(closes, 1);
@@ -529,6 +699,8 @@ main(int argc, char **argv)
 	TEST_NAMED(test_fd_closed_is_dropped);
 	TEST_NAMED(test_cancel_fired_one_shot);
 	TEST_NAMED(test_destroy_ring_with_events);
+	TEST_NAMED(test_discard_races_add);
+	TEST_NAMED(test_remove_during_refused_add);
 	TEST_NAMED(test_destroy_twice);
 	TEST_NAMED(test_loop_lookup);
 	return 0;

@@ -284,8 +284,8 @@ int evd_loop_destroy(struct evd_loop *loop);
  * @param loop  The loop.
  * @param src   A source on no loop.
  * @return 0; -EINVAL for NULL or destroyed arguments, or a source already on
- *   a loop (or being added to one by another thread at the same time); -EBUSY
- *   (another thread runs the loop); -ENOSPC if the loop holds
+ *   a loop; -EBUSY (another thread runs the loop, or adds, discards or
+ *   destroys the source at the same time); -ENOSPC if the loop holds
  *   evd_loop_conf.max_sources already; -ENOMEM; the error of the
  *   source's fd op (other than -ENOTSUP: poll-only); -EBADF if the fd it
  *   gives is not open; or an errno from epoll_ctl().
@@ -520,12 +520,14 @@ const char *evd_source_name(const struct evd_source *src);
  * Destroy a source that is on no loop (calls the driver's close op). Any
  * thread. A ring must be quiescent: no thread may still be in
  * evd_ring_post() or evd_ring_post_burst() on it (see evd_ring_post());
- * posting to a ring while it is destroyed, or destroying a source twice,
- * is undefined (the poison check catches most: -EINVAL).
+ * posting to a ring while it is destroyed is undefined, as is any call on
+ * the source that another thread makes while or after it is destroyed (it
+ * frees it; the poison check catches most: -EINVAL). A destroy while
+ * another thread adds or discards it is refused (-EBUSY).
  * @param src  The source.
- * @return 0; -EBUSY if still registered, or if it still holds completions
- *   (a ring's events: poll them, or evd_ring_discard()); -EINVAL for NULL
- *   or a destroyed source.
+ * @return 0; -EBUSY if still registered, being added or discarded on
+ *   another thread, or if it still holds completions (a ring's events: poll
+ *   them, or evd_ring_discard()); -EINVAL for NULL or a destroyed source.
  */
 int evd_source_destroy(struct evd_source *src);
 
@@ -594,13 +596,14 @@ unsigned int evd_ring_count(const struct evd_source *ring);
 
 /**
  * Drop the events a ring still holds, so that it can be destroyed. Any
- * thread, one at a time (it takes the consumer's side), while the ring is
- * on no loop; producers may still post (what they post after it returns
- * stays).
+ * thread, while the ring is on no loop: it takes the consumer's side, so
+ * an add, another discard or a destroy that comes while it runs is
+ * refused (-EBUSY), and it is refused while another thread adds it.
+ * Producers may still post (what they post after it returns stays).
  * @param ring  The ring.
  * @return the number of events dropped (logged as a warning when above 0);
  *   -EINVAL for NULL or a source that is not a ring; -EBUSY if it is on a
- *   loop.
+ *   loop, or another thread adds or discards it.
  */
 int evd_ring_discard(struct evd_source *ring);
 

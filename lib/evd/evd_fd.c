@@ -107,7 +107,7 @@ evd_fd_revents(const struct evd_source *s)
 	}
 	/* what the last wait saw, meaningful in the handler only: elsewhere, or
 	 * on another thread, a stale value would pass for a fresh one */
-	loop = __atomic_load_n(&s->loop, __ATOMIC_ACQUIRE);
+	loop = evd__source_loop(s);
 	if (loop == NULL || !evd__on_owner_thread(loop)) {
 		EVD_LOG(ERR, "evd_fd_revents %s: not in its handler, on the loop's thread", s->name);
 		return 0;

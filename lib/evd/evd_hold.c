@@ -29,8 +29,38 @@ evd__live_source(const struct evd_source *src, const char *call)
 	return true;
 }
 
+/* never live: its magic is 0, so no call takes it for a loop */
+struct evd_loop evd__claimed = { .name = "(claimed)" };
 
+int
+evd__source_claim(struct evd_source *src, const char *call)
+{
+	struct evd_loop *on = NULL;
 
+	/* the add's compare-and-swap, so that an add, a discard and a destroy
+	 * of one source on three threads pass one at a time */
+	if (__atomic_compare_exchange_n(&src->loop, &on, &evd__claimed, false, __ATOMIC_ACQ_REL,
+					__ATOMIC_ACQUIRE))
+		return 0;
+	if (on == &evd__claimed)
+		return EVD_ARG_ERR(-EBUSY, "%s %s: a discard or destroy of it is under way on "
+				   "another thread", call, src->name);
+	return EVD_ARG_ERR(-EBUSY, "%s %s: still on loop %s", call, src->name, on->name);
+}
+
+void
+evd__source_unclaim(struct evd_source *src)
+{
+	__atomic_store_n(&src->loop, NULL, __ATOMIC_RELEASE);
+}
+
+struct evd_loop *
+evd__source_loop(const struct evd_source *src)
+{
+	struct evd_loop *l = __atomic_load_n(&src->loop, __ATOMIC_ACQUIRE);
+
+	return l == &evd__claimed ? NULL : l;
+}
 
 /* The rule of the control calls (doc/guides/threads.md): on the thread that
  * holds the loop (its handlers and callbacks) they act at once; when no

@@ -310,6 +310,13 @@ void evd__power_pause_wait(uint64_t ns);        /* rte_power_pause for ns (evd__
 
 /* evd_hold.c: who may call what */
 bool evd__live_source(const struct evd_source *src, const char *call);
+/* A source's loop field holds evd__claimed while evd_ring_discard() or
+ * evd_source_destroy() works on it off any loop: an add, a second discard
+ * or destroy finds it taken (-EBUSY). */
+extern struct evd_loop evd__claimed;
+int evd__source_claim(struct evd_source *src, const char *call);
+void evd__source_unclaim(struct evd_source *src);
+struct evd_loop *evd__source_loop(const struct evd_source *src); /* NULL: none, or claimed */
 int evd__ring_wake(struct evd_loop *loop);     /* the loop's eventfd (stop, a call) */
 void evd__run_calls(struct evd_loop *loop);    /* evd_loop_call()'s, oldest first */
 

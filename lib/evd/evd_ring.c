@@ -289,17 +289,19 @@ evd_ring_discard(struct evd_source *s)
 {
 	struct evd_event drop[RING_MAX_BURST];
 	unsigned int n = 0;
-	const struct evd_loop *on;
 	uint16_t k;
+	int rc;
 
 	if (s == NULL || s->ops != &ring_ops || s->magic != EVD_SOURCE_MAGIC)
 		return EVD_ARG_ERR(-EINVAL, "evd_ring_discard: %p is not a ring", (void *)s);
-	on = __atomic_load_n(&s->loop, __ATOMIC_ACQUIRE); /* an add may claim it meanwhile */
-	if (on != NULL)
-		return EVD_ARG_ERR(-EBUSY, "evd_ring_discard %s: still on loop %s", s->name, on->name);
+	/* the consumer's side, which a loop it joined meanwhile would share */
+	rc = evd__source_claim(s, "evd_ring_discard");
+	if (rc < 0)
+		return rc;
 	/* as ring_poll takes them, without the handler */
 	while ((k = ring_take(to_ring(s), drop, RING_MAX_BURST)) > 0)
 		n += k;
+	evd__source_unclaim(s);
 	if (n > 0)
 		EVD_LOG(WARNING, "ring %s: %u events discarded", s->name, n);
 	return (int)n;

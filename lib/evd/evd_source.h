@@ -101,7 +101,10 @@ struct evd_source {
 	uint32_t epoll_events; /**< Events to watch on fd() (EPOLLIN if 0). */
 	/* ---- owned by the library ---- */
 	uint32_t magic;         /**< EVD_SOURCE_MAGIC while the source lives. */
-	struct evd_loop *loop;  /**< The loop it is in, or NULL. */
+	/** The loop it is in, or NULL. While an add, a discard or a destroy
+	 * works on it, a value of the library's own that is no loop: a
+	 * driver reads it only from the ops a loop calls (poll, arm, ...). */
+	struct evd_loop *loop;
 	uint32_t index;        /**< Position in the loop's table of sources (moves). */
 	uint32_t key;          /**< Its slot in the loop's epoll keys (stable while registered). */
 	uint8_t armed;         /**< enum evd_arm_state. */

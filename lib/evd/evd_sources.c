@@ -69,7 +69,7 @@ evd_source_report_error(struct evd_source *src, int err)
 	if (err >= 0 || err <= -4096)
 		return EVD_ARG_ERR(-EINVAL, "evd_source_report_error %s: err %d is not a negative "
 				   "errno", src->name, err);
-	loop = __atomic_load_n(&src->loop, __ATOMIC_ACQUIRE);
+	loop = evd__source_loop(src);
 	if (loop == NULL)
 		return EVD_ARG_ERR(-ENOENT, "evd_source_report_error %s: on no loop, %s not "
 				   "delivered", src->name, strerror(-err));
@@ -124,22 +124,23 @@ int
 evd_source_destroy(struct evd_source *src)
 {
 	const struct evd_source_ops *ops;
-	const struct evd_loop *on;
 	unsigned int q;
+	int rc;
 
 	if (!evd__live_source(src, "evd_source_destroy"))
 		return -EINVAL;
-	/* atomic: an add on another thread claims the source by compare-and-swap */
-	on = __atomic_load_n(&src->loop, __ATOMIC_ACQUIRE);
-	if (on != NULL)
-		return EVD_ARG_ERR(-EBUSY, "evd_source_destroy %s: still on loop %s", src->name,
-				   on->name);
+	rc = evd__source_claim(src, "evd_source_destroy");
+	if (rc < 0)
+		return rc;
 	ops = src->ops;
 	q = ops->queued != NULL ? ops->queued(src) : 0;
-	if (q > 0)
+	if (q > 0) {
+		evd__source_unclaim(src);
 		return EVD_ARG_ERR(-EBUSY, "evd_source_destroy %s: %u completions still queued "
 				   "(poll them, or drop them: evd_ring_discard())", src->name, q);
+	}
 	src->magic = 0;
+	evd__source_unclaim(src); /* a driver's close finds it on no loop */
 	if (ops->close != NULL)
 		ops->close(src);
 	return 0;
@@ -318,20 +319,28 @@ evd_loop_add(struct evd_loop *loop, struct evd_source *src)
 		return EVD_ARG_ERR(-EINVAL, "evd_loop_add %s: source %s without poll op or handler",
 				   loop->name, src->name);
 	/* claimed before anything else: two threads adding one source to two
-	 * loops must not both pass (each holds only its own loop); set, too,
-	 * before it joins the round's list: a reader of its polls follows it
-	 * to the loop's passes */
-	if (!__atomic_compare_exchange_n(&src->loop, &other, loop, false, __ATOMIC_ACQ_REL,
-					 __ATOMIC_ACQUIRE))
+	 * loops must not both pass (each holds only its own loop) */
+	if (!__atomic_compare_exchange_n(&src->loop, &other, &evd__claimed, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE)) {
+		if (other == &evd__claimed)
+			return EVD_ARG_ERR(-EBUSY, "evd_loop_add %s: source %s is being added, "
+					   "discarded or destroyed on another thread", loop->name,
+					   src->name);
 		return EVD_ARG_ERR(-EINVAL, "evd_loop_add %s: source %s is already on loop %s%s",
 				   loop->name, src->name, other->name,
 				   other == loop ? " (a source a handler removed stays on it "
 						   "until the round ends)" : "");
+	}
 	held = evd__control_enter(loop, "evd_loop_add");
 	if (held < 0) {
 		rc = held;
 		goto unclaim;
 	}
+	/* named only once this thread holds the loop: a remove (or an error
+	 * report) that finds the name can then act only after the add is done;
+	 * and before it joins the round's list: a reader of its polls follows
+	 * it to the loop's passes */
+	__atomic_store_n(&src->loop, loop, __ATOMIC_RELEASE);
 	if (loop->n_src >= loop->max_src) {
 		rc = EVD_ARG_ERR(-ENOSPC, "evd_loop_add %s: source %s: the loop holds its "
 				 "max_sources (%u) already", loop->name, src->name, loop->max_src);
@@ -514,10 +523,12 @@ detach(struct evd_loop *loop, struct evd_source *s)
 	loop->src[i] = loop->src[--loop->n_src];
 	loop->src[i]->index = i;
 	evd__registry_unlock();
-	__atomic_store_n(&s->loop, NULL, __ATOMIC_RELAXED);
 	s->removing = 0;
 	s->failed = 0;
 	s->woken = 0;
+	/* last, and a release: whoever claims it next (an add to another loop,
+	 * a discard) finds the source, and a ring's consumer side, as left here */
+	__atomic_store_n(&s->loop, NULL, __ATOMIC_RELEASE);
 }
 
 int

@@ -186,7 +186,7 @@ evd__source_polls(const struct evd_source *s)
 
 		if (!(w & 1))
 			return w >> 1;
-		loop = __atomic_load_n(&s->loop, __ATOMIC_RELAXED);
+		loop = evd__source_loop(s);
 		if (loop == NULL) /* it left its loop after the read */
 			continue;
 		/* acquire: pairs with the release of passes, so a pass done after
