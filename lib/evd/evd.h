@@ -386,8 +386,10 @@ int evd_loop_fd(const struct evd_loop *loop);
  * evd_loop_step() ends that wait (acknowledges what notified) and
  * dispatches. Any thread, one at a time, as evd_loop_poll(); calling it
  * again while armed updates *timeout_ns and arms the sources added since
- * (call it after an evd_loop_add() before waiting again: a source added
- * after the arm is not armed, its events would wait for the next poll).
+ * (call it after an evd_loop_add() or an evd_timer_start() before waiting
+ * again: a source added after the arm is not armed, its events would wait
+ * for the next poll, and a timer started after it does not shorten
+ * *timeout_ns). *timeout_ns is 0 while evd_loop_call() calls are queued.
  * @param loop        The loop.
  * @param timeout_ns  Receives the longest the wait may last: the next timer,
  *                    a poll-only source's bound, a device's backstop;

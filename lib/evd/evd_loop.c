@@ -538,6 +538,15 @@ arm_and_repoll(struct evd_loop *loop, uint64_t now, bool *all_armed)
 	return 0;
 }
 
+/* A stop, or a call queued since the round began: the look that follows
+ * may have drained the eventfd that told of it, so no wait may begin. */
+static inline bool
+wake_owed(const struct evd_loop *loop)
+{
+	return __atomic_load_n(&loop->stop, __ATOMIC_ACQUIRE) ||
+	       __atomic_load_n(&loop->calls, __ATOMIC_ACQUIRE) != NULL;
+}
+
 /* Steps 2 to 5 once the policy said sleep. */
 static int
 sleep_protocol(struct evd_loop *loop, uint64_t policy_ns, uint64_t now)
@@ -550,7 +559,7 @@ sleep_protocol(struct evd_loop *loop, uint64_t policy_ns, uint64_t now)
 	if (rc != 0)
 		return rc > 0 ? rc : 0;
 	t0 = evd__now(loop);
-	if (__atomic_load_n(&loop->stop, __ATOMIC_ACQUIRE)) {
+	if (wake_owed(loop)) {
 		set_mode(loop, EVD_MODE_POLL, t0);
 		return 0;
 	}
@@ -570,7 +579,7 @@ nap_protocol(struct evd_loop *loop, uint64_t ns, uint64_t now)
 
 	set_mode(loop, EVD_MODE_SLEEP, now);
 	cpu_sample_wait(loop);
-	if (__atomic_load_n(&loop->stop, __ATOMIC_ACQUIRE)) {
+	if (wake_owed(loop)) {
 		set_mode(loop, EVD_MODE_POLL, now);
 		return 0;
 	}
@@ -825,9 +834,10 @@ evd_loop_arm(struct evd_loop *loop, uint64_t *timeout_ns)
 		loop->armed_outside = true;
 		loop->armed_ids = loop->next_src_id;
 	}
-	/* a bell rung while the loop was awake wrote no fd: the caller's wait
-	 * must not block */
-	*timeout_ns = evd__bell_sleep(loop->bell) ? sleep_bound(loop, 0, loop->armed_all, now) : 0;
+	/* a bell rung while the loop was awake wrote no fd, and a call queued
+	 * may have had its eventfd drained: the caller's wait must not block */
+	*timeout_ns = evd__bell_sleep(loop->bell) && !wake_owed(loop)
+			      ? sleep_bound(loop, 0, loop->armed_all, now) : 0;
 	evd__hold_release(loop);
 	return 0;
 }
