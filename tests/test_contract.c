@@ -715,6 +715,69 @@ test_arm_with_call_queued(void)
 	CHECK_EQ(evd_loop_destroy(loop), 0);
 }
 
+/* ---- an error report beside an add and a remove ------------------------- */
+
+/* evd_source_report_error() from a thread that does not run the loop takes
+ * it under the registry's lock (its destroy frees it only after taking
+ * that lock); an add or a remove holds the loop and then takes that lock.
+ * The report used to wait there for the loop while holding the lock: the
+ * two threads blocked each other for good. Made to happen: one thread
+ * reports errors of Y, another adds and removes X, on one idle loop; a
+ * deadlock is meson's timeout. */
+struct reporter {
+	struct evd_source *y;
+	uint64_t n;
+	int stop;
+};
+
+static void *
+report_errors(void *arg)
+{
+	struct reporter *rp = arg;
+
+	while (!__atomic_load_n(&rp->stop, __ATOMIC_ACQUIRE)) {
+		CHECK_EQ(evd_source_report_error(rp->y, -EIO), 0);
+		__atomic_fetch_add(&rp->n, 1, __ATOMIC_RELAXED); /* the adder reads it */
+	}
+	return NULL;
+}
+
+static void
+test_report_beside_add_remove(void)
+{
+	struct evd_loop_conf conf = { .policy = "poll" };
+	struct evd_source *x;
+	struct reporter rp = { 0 };
+	struct evd_loop *loop;
+	uint32_t level = rte_log_get_global_level();
+	uint64_t got = 0;
+	pthread_t t;
+	int turns = 0;
+
+	CHECK_EQ(evd_loop_create(&conf, &loop), 0);
+	CHECK_EQ(evd_ring_create("X", 8, count_events, &got, &x), 0);
+	CHECK_EQ(evd_ring_create("Y", 8, count_events, &got, &rp.y), 0);
+	CHECK_EQ(evd_loop_add(loop, rp.y), 0);
+	rte_log_set_global_level(RTE_LOG_CRIT); /* a line a second of Y's error */
+	CHECK_EQ(pthread_create(&t, NULL, report_errors, &rp), 0);
+	while (__atomic_load_n(&rp.n, __ATOMIC_RELAXED) == 0)
+		sched_yield();
+	for (; turns < 200000; turns++) {
+		CHECK_EQ(evd_loop_add(loop, x), 0); /* a report holds the loop a moment: it waits */
+		CHECK_EQ(evd_loop_remove(loop, x), 0);
+	}
+	__atomic_store_n(&rp.stop, 1, __ATOMIC_RELEASE);
+	CHECK_EQ(pthread_join(t, NULL), 0);
+	rte_log_set_global_level(level);
+	printf("  %d adds and removes beside %" PRIu64 " reports\n", turns,
+	       __atomic_load_n(&rp.n, __ATOMIC_RELAXED));
+	CHECK(rp.n > 1000);
+	CHECK_EQ(evd_loop_remove(loop, rp.y), 0);
+	CHECK_EQ(evd_source_destroy(x), 0);
+	CHECK_EQ(evd_source_destroy(rp.y), 0);
+	CHECK_EQ(evd_loop_destroy(loop), 0);
+}
+
 /* ---- a source destroyed twice -------------------------------------------- */
 
 static int closes;
@@ -783,6 +846,7 @@ main(int argc, char **argv)
 	TEST_NAMED(test_remove_during_refused_add);
 	TEST_NAMED(test_call_while_falling_asleep);
 	TEST_NAMED(test_arm_with_call_queued);
+	TEST_NAMED(test_report_beside_add_remove);
 	TEST_NAMED(test_destroy_twice);
 	TEST_NAMED(test_loop_lookup);
 	return 0;

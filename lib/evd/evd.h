@@ -407,9 +407,10 @@ int evd_loop_arm(struct evd_loop *loop, uint64_t *timeout_ns);
  * loop may be destroyed then even while this call, on another thread, is
  * still ringing its doorbell: evd_loop_destroy() waits for it.
  * @param loop  The loop.
- * @return 0; -EINVAL for NULL or a destroyed loop (not logged: signal
- *   handlers); a negative errno if the wake-up eventfd could not be
- *   written (the loop still stops at its next step).
+ * @return 0; -EINVAL for NULL or a loop being destroyed (not logged:
+ *   signal handlers; once destroyed, its memory is gone: undefined, the
+ *   poison check catches most); a negative errno if the wake-up eventfd
+ *   could not be written (the loop still stops at its next step).
  */
 int evd_loop_stop(struct evd_loop *loop);
 

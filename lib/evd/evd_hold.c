@@ -43,8 +43,8 @@ evd__source_claim(struct evd_source *src, const char *call)
 					__ATOMIC_ACQUIRE))
 		return 0;
 	if (on == &evd__claimed)
-		return EVD_ARG_ERR(-EBUSY, "%s %s: a discard or destroy of it is under way on "
-				   "another thread", call, src->name);
+		return EVD_ARG_ERR(-EBUSY, "%s %s: an add, a discard or a destroy of it is under "
+				   "way on another thread", call, src->name);
 	return EVD_ARG_ERR(-EBUSY, "%s %s: still on loop %s", call, src->name, on->name);
 }
 

@@ -882,14 +882,20 @@ evd_loop_stop(struct evd_loop *loop)
 {
 	int rc;
 
-	/* no log line: this must stay async-signal-safe */
-	if (loop == NULL || loop->magic != EVD__LOOP_MAGIC)
+	/* no log line: this must stay async-signal-safe (a loop already
+	 * destroyed is caught here most often; its memory may be gone) */
+	if (loop == NULL || __atomic_load_n(&loop->magic, __ATOMIC_SEQ_CST) != EVD__LOOP_MAGIC)
 		return -EINVAL;
 	/* Once the flag is set the loop may return and its owner destroy it,
 	 * while this call still rings the doorbell: evd_loop_destroy() waits
-	 * for the calls under way, counted here, to end (the decrement is the
-	 * last access to the loop). */
+	 * for the calls under way, counted here before the magic is looked at
+	 * (a second stop, past the look, is counted too), to end (the decrement
+	 * is the last access to the loop). */
 	__atomic_fetch_add(&loop->wakers, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&loop->magic, __ATOMIC_SEQ_CST) != EVD__LOOP_MAGIC) {
+		__atomic_fetch_sub(&loop->wakers, 1, __ATOMIC_RELEASE);
+		return -EINVAL;
+	}
 	/* The flag first, then the doorbell: a loop about to sleep either
 	 * sees the flag or finds the eventfd readable. */
 	__atomic_store_n(&loop->stop, 1, __ATOMIC_RELEASE);

@@ -512,21 +512,27 @@ evd__on_owner_thread(const struct evd_loop *loop)
  * mistakes another's hold for its own. -EBUSY if another thread runs it,
  * or this one already holds it. */
 static inline int
+evd__hold_try(struct evd_loop *loop, int h)
+{
+	int cur = EVD__FREE;
+
+	if (__atomic_compare_exchange_n(&loop->running, &cur, h, false, __ATOMIC_ACQ_REL,
+					__ATOMIC_ACQUIRE)) {
+		__atomic_store_n(&loop->owner, pthread_self(), __ATOMIC_RELAXED);
+		return 0;
+	}
+	/* -EAGAIN: a control call on another thread holds it for a moment */
+	return cur == EVD__CONTROL && !evd__on_owner_thread(loop) ? -EAGAIN : -EBUSY;
+}
+
+static inline int
 evd__hold_take(struct evd_loop *loop, int h)
 {
-	for (;;) {
-		int cur = EVD__FREE;
+	int rc;
 
-		if (__atomic_compare_exchange_n(&loop->running, &cur, h, false, __ATOMIC_ACQ_REL,
-						__ATOMIC_ACQUIRE)) {
-			__atomic_store_n(&loop->owner, pthread_self(), __ATOMIC_RELAXED);
-			return 0;
-		}
-		/* a control call on another thread holds it for a moment */
-		if (cur != EVD__CONTROL || evd__on_owner_thread(loop))
-			return -EBUSY;
+	while ((rc = evd__hold_try(loop, h)) == -EAGAIN)
 		sched_yield();
-	}
+	return rc;
 }
 
 static inline void

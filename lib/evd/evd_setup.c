@@ -137,8 +137,13 @@ evd_loop_destroy(struct evd_loop *loop)
 		return EVD_ARG_ERR(-EBUSY, "evd_loop_destroy %s: %u sources still on it", loop->name,
 				   n_src);
 	}
-	loop->magic = 0;
+	/* out of telemetry's reach first: a command that finds it must find it whole */
 	evd__registry_remove(loop);
+	__atomic_store_n(&loop->magic, 0, __ATOMIC_SEQ_CST);
+	/* a stop that counted itself before it saw the magic go (seq_cst:
+	 * the store above must not pass this load, nor the stop's count its look) */
+	while (__atomic_load_n(&loop->wakers, __ATOMIC_SEQ_CST) != 0)
+		sched_yield();
 	evd__timers_free(&loop->timers);
 	evd__policy_destroy(&loop->policy);
 	close(loop->epfd);

@@ -61,7 +61,7 @@ int
 evd_source_report_error(struct evd_source *src, int err)
 {
 	struct evd_loop *loop;
-	int held;
+	int held, rc;
 
 	if (!evd__live_source(src, "evd_source_report_error"))
 		return -EINVAL;
@@ -69,13 +69,33 @@ evd_source_report_error(struct evd_source *src, int err)
 	if (err >= 0 || err <= -4096)
 		return EVD_ARG_ERR(-EINVAL, "evd_source_report_error %s: err %d is not a negative "
 				   "errno", src->name, err);
-	loop = evd__source_loop(src);
-	if (loop == NULL)
+	/* the loop taken under the registry's lock, which its destroy takes
+	 * before freeing it, never waited for there (a control call holding it
+	 * may want the lock: an add, a remove); then named again, held: a
+	 * remove may have come first */
+	for (;;) {
+		evd__registry_lock();
+		loop = evd__source_loop(src);
+		/* 1: no hold to take (on no loop, or on its thread) */
+		rc = loop != NULL && !evd__on_owner_thread(loop) ? evd__hold_try(loop, EVD__CONTROL)
+								 : 1;
+		if (rc == -EBUSY)
+			EVD_LOG(ERR, "loop %s: evd_source_report_error on a thread that does not "
+				"run the loop, while it runs: refused", loop->name);
+		evd__registry_unlock();
+		if (rc != -EAGAIN)
+			break;
+		sched_yield();
+	}
+	if (rc == -EBUSY)
+		return rc;
+	held = rc == 0;
+	if (loop == NULL || evd__source_loop(src) != loop) {
+		if (loop != NULL)
+			evd__control_leave(loop, held);
 		return EVD_ARG_ERR(-ENOENT, "evd_source_report_error %s: on no loop, %s not "
 				   "delivered", src->name, strerror(-err));
-	held = evd__control_enter(loop, "evd_source_report_error");
-	if (held < 0)
-		return held;
+	}
 	evd__source_error(loop, src, "async event", err);
 	/* on_error's removals wait for the end of the pass under way; where this
 	 * call took the loop no pass is, and none would come to finish them */
@@ -333,8 +353,8 @@ evd_loop_add(struct evd_loop *loop, struct evd_source *src)
 	}
 	held = evd__control_enter(loop, "evd_loop_add");
 	if (held < 0) {
-		rc = held;
-		goto unclaim;
+		evd__source_unclaim(src);
+		return held;
 	}
 	/* named only once this thread holds the loop: a remove (or an error
 	 * report) that finds the name can then act only after the add is done;
@@ -431,10 +451,11 @@ evd_loop_add(struct evd_loop *loop, struct evd_source *src)
 	EVD_LOG(DEBUG, "loop %s: added %s source %s%s", loop->name, src->ops->kind ? src->ops->kind : "",
 		src->name, fd < 0 ? " (poll-only)" : "");
 out:
-	evd__control_leave(loop, held);
-unclaim:
+	/* unnamed before the loop is let go: a remove that found the name
+	 * would detach a source its table does not hold */
 	if (rc < 0)
-		__atomic_store_n(&src->loop, NULL, __ATOMIC_RELEASE);
+		evd__source_unclaim(src);
+	evd__control_leave(loop, held);
 	return rc;
 }
 
@@ -544,7 +565,11 @@ evd_loop_remove(struct evd_loop *loop, struct evd_source *src)
 	held = evd__control_enter(loop, "evd_loop_remove");
 	if (held < 0)
 		return held;
-	if (loop->in_round && src->removing) {
+	/* again, holding the loop: a remove on another thread may have been first */
+	if (__atomic_load_n(&src->loop, __ATOMIC_ACQUIRE) != loop) {
+		rc = EVD_ARG_ERR(-EINVAL, "evd_loop_remove %s: source %s is not on it", loop->name,
+				 src->name);
+	} else if (loop->in_round && src->removing) {
 		rc = EVD_ARG_ERR(-EINVAL, "evd_loop_remove %s: source %s is already being removed "
 				 "(when the round ends)", loop->name, src->name);
 	} else if (loop->in_round) {

@@ -179,22 +179,31 @@ loop_stats_read(const struct evd_loop_stats *s, struct evd_loop_stats *d)
 uint64_t
 evd__source_polls(const struct evd_source *s)
 {
-	for (;;) {
-		uint64_t w = __atomic_load_n(&s->polls, __ATOMIC_ACQUIRE);
-		const struct evd_loop *loop;
-		uint64_t p;
+	uint64_t w = __atomic_load_n(&s->polls, __ATOMIC_ACQUIRE), n;
+	const struct evd_loop *loop;
 
-		if (!(w & 1))
-			return w >> 1;
+	if (!(w & 1))
+		return w >> 1;
+	/* the loop followed under the registry's lock: its destroy takes it
+	 * before freeing it, after the source has left */
+	evd__registry_lock();
+	for (;;) {
 		loop = evd__source_loop(s);
-		if (loop == NULL) /* it left its loop after the read */
-			continue;
 		/* acquire: pairs with the release of passes, so a pass done after
 		 * the field changed shows in the second read of it */
-		p = __atomic_load_n(&loop->passes, __ATOMIC_ACQUIRE);
-		if (__atomic_load_n(&s->polls, __ATOMIC_RELAXED) == w)
-			return (w - 1 + p) >> 1;
+		n = loop != NULL ? __atomic_load_n(&loop->passes, __ATOMIC_ACQUIRE) : 0;
+		if (loop != NULL && __atomic_load_n(&s->polls, __ATOMIC_RELAXED) == w) {
+			n = (w - 1 + n) >> 1;
+			break;
+		}
+		w = __atomic_load_n(&s->polls, __ATOMIC_ACQUIRE); /* it left its loop after the read */
+		if (!(w & 1)) {
+			n = w >> 1;
+			break;
+		}
 	}
+	evd__registry_unlock();
+	return n;
 }
 
 static void

@@ -25,7 +25,8 @@
 
 #include "evd_private.h"
 
-static pthread_mutex_t registry = PTHREAD_MUTEX_INITIALIZER;
+/* recursive: a command reads sources' stats under it, which take it too */
+static pthread_mutex_t registry = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 static struct evd_loop *loops; /* newest first */
 static uint32_t next_id;
 
@@ -162,7 +163,10 @@ tm_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 	l = lock_find(params);
 	if (l == NULL)
 		return -EINVAL;
-	evd_loop_stats_get(l, &st);
+	if (evd_loop_stats_get(l, &st) < 0) {
+		evd__registry_unlock();
+		return -EINVAL;
+	}
 	rte_tel_data_start_dict(d);
 	rte_tel_data_add_dict_int(d, "id", (int)l->id);
 	rte_tel_data_add_dict_string(d, "name", l->name);
