@@ -629,8 +629,9 @@ int evd_ring_discard(struct evd_source *ring);
  * poll, or when another source is registered under the same fd number, the
  * source stops being polled and watched (logged once; remove it), and
  * evd_loop_remove() drops its epoll entry. If the number is reused by a file
- * that is not on the loop meanwhile, the source watches that file until it
- * is removed: nothing can tell the two apart.
+ * that is not on the loop meanwhile, the source is silent until it is
+ * removed: epoll dropped the closed file's entry, and nothing tells the two
+ * numbers apart.
  * @return 0; -EINVAL for a negative fd, a NULL handler or @p out, a name of
  *   EVD_NAME_MAX bytes or more, EPOLLET, EPOLLONESHOT or EPOLLEXCLUSIVE
  *   in @p events, or @p events naming no event (flags alone); -ENOMEM.

@@ -852,7 +852,7 @@ evd_loop_run(struct evd_loop *loop)
 	rc = evd__hold_take(loop, EVD__RUN);
 	if (rc < 0)
 		return EVD_ARG_ERR(rc, "evd_loop_run %s: the loop is already running", loop->name);
-	loop->cpu_last = 0;
+	__atomic_store_n(&loop->cpu_last, 0, __ATOMIC_RELAXED); /* a stats read may look */
 	cpu_sample(loop);
 	if (pthread_getcpuclockid(pthread_self(), &loop->cpu_clock) == 0)
 		__atomic_store_n(&loop->cpu_live, true, __ATOMIC_RELEASE);
