@@ -646,13 +646,6 @@ test_remove_during_refused_add(void)
  * that sleeps at once (intr); before the check before each wait, about one
  * in four stayed queued. */
 static void
-on_call_count(struct evd_loop *loop, void *arg)
-{
-	(void)loop;
-	(*(int *)arg)++;
-}
-
-static void
 post_sem(struct evd_loop *loop, void *arg)
 {
 	(void)loop;
@@ -705,7 +698,7 @@ test_arm_with_call_queued(void)
 
 	CHECK_EQ(evd_loop_create(&conf, &loop), 0);
 	CHECK_EQ(evd_loop_stop(loop), 0);
-	CHECK_EQ(evd_loop_call(loop, on_call_count, &ran), 0);
+	CHECK_EQ(evd_loop_call(loop, note_call, &ran), 0);
 	CHECK_EQ(evd_loop_resume(loop), 0);
 	CHECK_EQ(evd_loop_arm(loop, &timeout_ns), 0);
 	CHECK_EQ(timeout_ns, 0); /* not UINT64_MAX: the call waits for the next poll */

@@ -32,15 +32,24 @@ evd__live_source(const struct evd_source *src, const char *call)
 /* never live: its magic is 0, so no call takes it for a loop */
 struct evd_loop evd__claimed = { .name = "(claimed)" };
 
-int
-evd__source_claim(struct evd_source *src, const char *call)
+struct evd_loop *
+evd__source_try_claim(struct evd_source *src)
 {
 	struct evd_loop *on = NULL;
 
-	/* the add's compare-and-swap, so that an add, a discard and a destroy
-	 * of one source on three threads pass one at a time */
-	if (__atomic_compare_exchange_n(&src->loop, &on, &evd__claimed, false, __ATOMIC_ACQ_REL,
-					__ATOMIC_ACQUIRE))
+	/* one compare-and-swap for an add, a discard and a destroy, so that
+	 * the three on one source pass one at a time */
+	__atomic_compare_exchange_n(&src->loop, &on, &evd__claimed, false, __ATOMIC_ACQ_REL,
+				    __ATOMIC_ACQUIRE);
+	return on;
+}
+
+int
+evd__source_claim(struct evd_source *src, const char *call)
+{
+	struct evd_loop *on = evd__source_try_claim(src);
+
+	if (on == NULL)
 		return 0;
 	if (on == &evd__claimed)
 		return EVD_ARG_ERR(-EBUSY, "%s %s: an add, a discard or a destroy of it is under "
@@ -67,19 +76,31 @@ evd__source_loop(const struct evd_source *src)
  * thread holds it they take it for their length; from another thread
  * while it runs they are refused. Returns 1 if the call took the loop
  * (give it back with evd__hold_release()), 0 on the loop's own thread, or
- * -EBUSY, logged with the call's name. */
+ * -EBUSY, logged with the call's name; evd__control_try() also -EAGAIN,
+ * without waiting, while another thread's control call holds it. */
 int
-evd__control_enter(struct evd_loop *loop, const char *call)
+evd__control_try(struct evd_loop *loop, const char *call)
 {
 	int rc;
 
 	if (evd__on_owner_thread(loop))
 		return 0;
-	rc = evd__hold_take(loop, EVD__CONTROL);
+	rc = evd__hold_try(loop, EVD__CONTROL);
 	if (rc == 0)
 		return 1;
-	EVD_LOG(ERR, "loop %s: %s on a thread that does not run the loop, while it runs: "
-		"refused (evd_loop_call() runs it on the loop's thread)", loop->name, call);
+	if (rc == -EBUSY)
+		EVD_LOG(ERR, "loop %s: %s on a thread that does not run the loop, while it runs: "
+			"refused (evd_loop_call() runs it on the loop's thread)", loop->name, call);
+	return rc;
+}
+
+int
+evd__control_enter(struct evd_loop *loop, const char *call)
+{
+	int rc;
+
+	while ((rc = evd__control_try(loop, call)) == -EAGAIN)
+		sched_yield();
 	return rc;
 }
 

@@ -33,11 +33,12 @@ void evd__cal_reduce(uint64_t lat[][EVD__CAL_MAX_WAKES], const int *n, uint64_t 
 		     int *stalls, int *lowered);
 uint64_t evd__cal_window(const uint64_t *lat, int n, uint64_t *wake_ns, uint64_t cold_ns);
 
-/* The thread rule of the control calls (evd_loop.c): 1 if the call took
+/* The thread rule of the control calls (evd_hold.c): 1 if the call took
  * the loop for its length, 0 if it is on the loop's own thread, -EBUSY
  * (logged, naming @p call) from another thread while the loop runs. Give
  * the result to evd__control_leave() when done. */
 int evd__control_enter(struct evd_loop *loop, const char *call);
+int evd__control_try(struct evd_loop *loop, const char *call); /* never waits: -EAGAIN */
 void evd__control_leave(struct evd_loop *loop, int held);
 
 /* The loop's doorbell (evd_bell.c): software sources' notifications, one
@@ -310,10 +311,12 @@ void evd__power_pause_wait(uint64_t ns);        /* rte_power_pause for ns (evd__
 
 /* evd_hold.c: who may call what */
 bool evd__live_source(const struct evd_source *src, const char *call);
-/* A source's loop field holds evd__claimed while evd_ring_discard() or
- * evd_source_destroy() works on it off any loop: an add, a second discard
- * or destroy finds it taken (-EBUSY). */
+/* A source's loop field holds evd__claimed while an add (until it holds
+ * the loop), evd_ring_discard() or evd_source_destroy() works on it: the
+ * others find it taken. evd__source_try_claim() returns NULL once claimed,
+ * else who has it; evd__source_claim() refuses that (-EBUSY, logged). */
 extern struct evd_loop evd__claimed;
+struct evd_loop *evd__source_try_claim(struct evd_source *src);
 int evd__source_claim(struct evd_source *src, const char *call);
 void evd__source_unclaim(struct evd_source *src);
 struct evd_loop *evd__source_loop(const struct evd_source *src); /* NULL: none, or claimed */

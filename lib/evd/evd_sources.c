@@ -61,7 +61,7 @@ int
 evd_source_report_error(struct evd_source *src, int err)
 {
 	struct evd_loop *loop;
-	int held, rc;
+	int held;
 
 	if (!evd__live_source(src, "evd_source_report_error"))
 		return -EINVAL;
@@ -76,20 +76,14 @@ evd_source_report_error(struct evd_source *src, int err)
 	for (;;) {
 		evd__registry_lock();
 		loop = evd__source_loop(src);
-		/* 1: no hold to take (on no loop, or on its thread) */
-		rc = loop != NULL && !evd__on_owner_thread(loop) ? evd__hold_try(loop, EVD__CONTROL)
-								 : 1;
-		if (rc == -EBUSY)
-			EVD_LOG(ERR, "loop %s: evd_source_report_error on a thread that does not "
-				"run the loop, while it runs: refused", loop->name);
+		held = loop != NULL ? evd__control_try(loop, "evd_source_report_error") : 0;
 		evd__registry_unlock();
-		if (rc != -EAGAIN)
+		if (held != -EAGAIN)
 			break;
 		sched_yield();
 	}
-	if (rc == -EBUSY)
-		return rc;
-	held = rc == 0;
+	if (held < 0)
+		return held;
 	if (loop == NULL || evd__source_loop(src) != loop) {
 		if (loop != NULL)
 			evd__control_leave(loop, held);
@@ -340,8 +334,8 @@ evd_loop_add(struct evd_loop *loop, struct evd_source *src)
 				   loop->name, src->name);
 	/* claimed before anything else: two threads adding one source to two
 	 * loops must not both pass (each holds only its own loop) */
-	if (!__atomic_compare_exchange_n(&src->loop, &other, &evd__claimed, false, __ATOMIC_ACQ_REL,
-					 __ATOMIC_ACQUIRE)) {
+	other = evd__source_try_claim(src);
+	if (other != NULL) {
 		if (other == &evd__claimed)
 			return EVD_ARG_ERR(-EBUSY, "evd_loop_add %s: source %s is being added, "
 					   "discarded or destroyed on another thread", loop->name,
@@ -555,18 +549,22 @@ detach(struct evd_loop *loop, struct evd_source *s)
 int
 evd_loop_remove(struct evd_loop *loop, struct evd_source *src)
 {
-	int held, rc = 0;
+	int held = 0, rc = 0;
+	bool on;
 
 	if (!evd__live_loop(loop, "evd_loop_remove") || !evd__live_source(src, "evd_loop_remove"))
 		return -EINVAL;
-	if (__atomic_load_n(&src->loop, __ATOMIC_ACQUIRE) != loop)
-		return EVD_ARG_ERR(-EINVAL, "evd_loop_remove %s: source %s is not on it", loop->name,
-				   src->name);
-	held = evd__control_enter(loop, "evd_loop_remove");
-	if (held < 0)
-		return held;
-	/* again, holding the loop: a remove on another thread may have been first */
-	if (__atomic_load_n(&src->loop, __ATOMIC_ACQUIRE) != loop) {
+	/* looked at before the hold (on another loop or none: -EINVAL, even
+	 * while another thread runs this one) and again holding it: a remove
+	 * on another thread may have been first */
+	on = __atomic_load_n(&src->loop, __ATOMIC_ACQUIRE) == loop;
+	if (on) {
+		held = evd__control_enter(loop, "evd_loop_remove");
+		if (held < 0)
+			return held;
+		on = __atomic_load_n(&src->loop, __ATOMIC_ACQUIRE) == loop;
+	}
+	if (!on) {
 		rc = EVD_ARG_ERR(-EINVAL, "evd_loop_remove %s: source %s is not on it", loop->name,
 				 src->name);
 	} else if (loop->in_round && src->removing) {

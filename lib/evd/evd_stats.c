@@ -180,7 +180,6 @@ uint64_t
 evd__source_polls(const struct evd_source *s)
 {
 	uint64_t w = __atomic_load_n(&s->polls, __ATOMIC_ACQUIRE), n;
-	const struct evd_loop *loop;
 
 	if (!(w & 1))
 		return w >> 1;
@@ -188,13 +187,17 @@ evd__source_polls(const struct evd_source *s)
 	 * before freeing it, after the source has left */
 	evd__registry_lock();
 	for (;;) {
-		loop = evd__source_loop(s);
-		/* acquire: pairs with the release of passes, so a pass done after
-		 * the field changed shows in the second read of it */
-		n = loop != NULL ? __atomic_load_n(&loop->passes, __ATOMIC_ACQUIRE) : 0;
-		if (loop != NULL && __atomic_load_n(&s->polls, __ATOMIC_RELAXED) == w) {
-			n = (w - 1 + n) >> 1;
-			break;
+		const struct evd_loop *loop = evd__source_loop(s);
+
+		if (loop != NULL) {
+			/* acquire: pairs with the release of passes, so a pass done
+			 * after the field changed shows in the second read of it */
+			uint64_t p = __atomic_load_n(&loop->passes, __ATOMIC_ACQUIRE);
+
+			if (__atomic_load_n(&s->polls, __ATOMIC_RELAXED) == w) {
+				n = (w - 1 + p) >> 1;
+				break;
+			}
 		}
 		w = __atomic_load_n(&s->polls, __ATOMIC_ACQUIRE); /* it left its loop after the read */
 		if (!(w & 1)) {
