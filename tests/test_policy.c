@@ -1488,13 +1488,15 @@ test_adaptive_naps(void)
  * Pacing, on a virtual clock: a round costs 100 ns, and the next completion
  * comes a gap after the last that depends on the pause last asked for.
  * CONTENDED: a peer that the polls slow (the gap shrinks with the pause, to
- * 10 us and no further); STALLED: the same, silent for 2 ms every 50 ms
- * (a host that does not run it); STRANDED: the same, but a completion answered
- * after a pause of 10 us sends it to sleep 2 ms (a peer whose own spin
- * gave up: the pause made that silence); ONE_IN_FLIGHT: a peer that
- * answers each completion 400 ns after the loop saw it (a pause only
- * delays it); OPEN: arrivals
- * every 300 ns whatever the loop does; SPARSE: the same every 3 us (under
+ * 10 us and no further); FAR: the same, and 2 % faster again at 30 us (a
+ * gain under any margin that noise alone could be taken for, which the
+ * sequential count tells); STALLED: the same as CONTENDED, silent for 2 ms
+ * every 50 ms (a host that does not run it); STRANDED: the same, but a
+ * completion answered after a pause of 10 us sends it to sleep 2 ms (a
+ * peer whose own spin gave up: the pause made that silence);
+ * ONE_IN_FLIGHT: a peer that answers each completion 400 ns after the
+ * loop saw it (a pause only delays it); OPEN: arrivals every 300 ns
+ * whatever the loop does; SPARSE: the same every 3 us (under
  * 512k a second: pace.c's least); BURSTY: 600 of them 300 ns apart every
  * 5 ms (the loop sleeps between: each epoch holds a burst and a sleep);
  * ONOFF: OPEN for 2 ms, silent for 10 ms (a busy epoch or two between
@@ -1503,7 +1505,7 @@ test_adaptive_naps(void)
  * whatever its pause).
  * A second of peer p0, then one of p1.
  */
-enum pace_peer { CONTENDED, STALLED, STRANDED, ONE_IN_FLIGHT, OPEN, SPARSE, BURSTY, ONOFF, RAMP };
+enum pace_peer { CONTENDED, FAR, STALLED, STRANDED, ONE_IN_FLIGHT, OPEN, SPARSE, BURSTY, ONOFF, RAMP };
 
 struct pace_result {
 	uint64_t most;     /* the pause in force most of the last half second (0: none) */
@@ -1528,6 +1530,8 @@ pace_gap(enum pace_peer peer, uint64_t next, uint64_t t, uint64_t pause)
 		return pause >= 10000 ? g + 2000000 : g;
 	case CONTENDED:
 		return g;
+	case FAR:
+		return 3000000 / (3000 + RTE_MIN(pause, UINT64_C(10000)) + pause * 3 / 200);
 	case OPEN:
 		return 300;
 	case SPARSE:
@@ -1615,8 +1619,9 @@ pace_run(enum pace_peer p0, enum pace_peer p1, struct pace_result *r)
 static void
 test_adaptive_pace(void)
 {
-	/* one comparison's pausing: 8 turns, two pauses of the three a turn,
-	 * an epoch (1 ms) each */
+	/* one comparison's pausing where the longer pauses lose: out in 3
+	 * turns or a few more, two pauses of the three a turn, an epoch (1 ms)
+	 * each */
 	const uint64_t one_cmp_ms = 16;
 	static const struct {
 		const char *what;
@@ -1625,6 +1630,7 @@ test_adaptive_pace(void)
 		uint64_t cmps; /* pausing in the last half second, at most: comparisons (32: any) */
 	} c[] = {
 		{ "contended peer", CONTENDED, CONTENDED, 10000, 32 },
+		{ "contended peer, faster again at 30 us", FAR, FAR, 30000, 32 },
 		{ "contended peer, stalled", STALLED, STALLED, 10000, 32 },
 		{ "contended, then stranded by the pause", CONTENDED, STRANDED, 3000, 32 },
 		{ "one in flight", ONE_IN_FLIGHT, ONE_IN_FLIGHT, 0, 1 },

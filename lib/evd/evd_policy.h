@@ -33,8 +33,9 @@
  *   more), it paces its polls: the pause between them in force (0, 1, 3, 10
  *   or 30 us: EVD_ACTION_PAUSE, cut at the spin threshold)
  *   and its neighbours hold the loop 1 ms each in turn, and a longer pause
- *   is kept only where its completion rate beats the shorter one's by 3 %
- *   in 7 turns of 8 (a peer whose cache lines the polls take runs faster).
+ *   is kept only where its completion rate beats the shorter ones' by
+ *   0.5 % in enough more turns than not, up to 32, that noise alone would
+ *   rarely do it (a peer whose cache lines the polls take runs faster).
  *   Keys:
  *   `p99_us` (a latency target, 1..1000000: the least CPU for which at most
  *   1 % of completions wait more than N us for the loop, as the model

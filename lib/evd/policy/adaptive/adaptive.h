@@ -38,7 +38,6 @@
 #define GUARD_BOUNDS 6
 
 #define PACE_ARMS 3  /* the pauses a comparison weighs (pace.c) */
-#define PACE_TURNS 8 /* the turns it takes, each pause an epoch a turn */
 /* A context's rule: spin t, then sleep, each sleep bounded at guard
  * (UINT64_MAX: none) until span past t. */
 struct rule {
@@ -155,15 +154,15 @@ struct adaptive {
 	float survival[SLOTS][GAP_BINS + 1];
 	double rule_cost[SLOTS][2];
 	/* pace.c: the pause between busy polls, and the epochs that measure it */
-	uint32_t pace_step;            /* the pause in force (pace.c's list) */
-	uint32_t pace_arm;             /* the epoch's (the same list) */
-	uint64_t pace_ns;              /* ...in ns: what decide asks for */
-	uint32_t pace_turn;            /* epochs into the comparison */
-	uint32_t pace_hold;            /* epochs left with pace_step alone (0: comparing) */
-	uint32_t pace_stays;           /* comparisons in a row that kept it */
-	uint32_t pace_watch;           /* busy epochs to see, without a pause, before pausing */
+	uint32_t pace_step, pace_arm;  /* the pause in force, the epoch's (pace.c's list) */
+	uint64_t pace_ns;              /* ...the epoch's in ns: what decide asks for */
+	/* epochs into the comparison; epochs left with pace_step alone (0: comparing) */
+	uint32_t pace_turn, pace_hold;
+	/* comparisons in a row that kept it; busy epochs to see, unpaused, before pausing */
+	uint32_t pace_stays, pace_watch;
 	uint64_t pace_from;            /* completions when the epoch began */
-	double pace_rate[PACE_TURNS][PACE_ARMS]; /* per turn and pause: completions a ns */
+	double pace_rate[PACE_ARMS];   /* the turn's, per pause: completions a ns */
+	int32_t pace_score[PACE_ARMS]; /* per longer pause, its sign test's (pace.c) */
 };
 
 static inline int
