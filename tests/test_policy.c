@@ -1616,23 +1616,25 @@ pace_run(enum pace_peer p0, enum pace_peer p1, struct pace_result *r)
  * compare. A choice that stays holds twice as long each time: a steady open
  * loop compares once at most in its last second. Run on a given
  * environment: the spin threshold, which cuts a pause, comes from it. */
+#define PACE_ANY UINT64_MAX
+
 static void
 test_adaptive_pace(void)
 {
 	/* one comparison's pausing where the longer pauses lose: out in 3
-	 * turns or a few more, two pauses of the three a turn, an epoch (1 ms)
-	 * each */
+	 * turns where they lose every turn, in about 10 where they lose half,
+	 * two pauses of the three a turn, an epoch (1 ms) each */
 	const uint64_t one_cmp_ms = 16;
 	static const struct {
 		const char *what;
 		enum pace_peer p0, p1;
 		uint64_t want;
-		uint64_t cmps; /* pausing in the last half second, at most: comparisons (32: any) */
+		uint64_t cmps; /* pausing in the last half second, at most: comparisons (PACE_ANY: any) */
 	} c[] = {
-		{ "contended peer", CONTENDED, CONTENDED, 10000, 32 },
-		{ "contended peer, faster again at 30 us", FAR, FAR, 30000, 32 },
-		{ "contended peer, stalled", STALLED, STALLED, 10000, 32 },
-		{ "contended, then stranded by the pause", CONTENDED, STRANDED, 3000, 32 },
+		{ "contended peer", CONTENDED, CONTENDED, 10000, PACE_ANY },
+		{ "contended peer, faster again at 30 us", FAR, FAR, 30000, PACE_ANY },
+		{ "contended peer, stalled", STALLED, STALLED, 10000, PACE_ANY },
+		{ "contended, then stranded by the pause", CONTENDED, STRANDED, 3000, PACE_ANY },
 		{ "one in flight", ONE_IN_FLIGHT, ONE_IN_FLIGHT, 0, 1 },
 		{ "contended, then one in flight", CONTENDED, ONE_IN_FLIGHT, 0, 1 },
 		{ "open loop", OPEN, OPEN, 0, 1 },
@@ -1650,7 +1652,8 @@ test_adaptive_pace(void)
 		       "%.1f ms pausing in the last half second, %.1f in the last second)\n",
 		       c[i].what, r.most, r.pauses, r.late_ns / 1e6, r.last1_ns / 1e6);
 		CHECK_EQ(r.most, c[i].want);
-		CHECK(r.late_ns <= c[i].cmps * one_cmp_ms * 1000000);
+		if (c[i].cmps != PACE_ANY)
+			CHECK(r.late_ns <= c[i].cmps * one_cmp_ms * 1000000);
 		if (c[i].cmps == 0)
 			CHECK_EQ(r.pauses, 0);
 		if (c[i].p0 == OPEN)

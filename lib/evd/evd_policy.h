@@ -34,8 +34,9 @@
  *   or 30 us: EVD_ACTION_PAUSE, cut at the spin threshold)
  *   and its neighbours hold the loop 1 ms each in turn, and a longer pause
  *   is kept only where its completion rate beats the shorter ones' by
- *   0.5 % in enough more turns than not, up to 32, that noise alone would
- *   rarely do it (a peer whose cache lines the polls take runs faster).
+ *   0.5 % often enough: a turn it does scores 1, one it does not -2, and
+ *   it is kept at 8, not at -5 nor after 32 turns (a peer whose cache
+ *   lines the polls take runs faster).
  *   Keys:
  *   `p99_us` (a latency target, 1..1000000: the least CPU for which at most
  *   1 % of completions wait more than N us for the loop, as the model

@@ -20,9 +20,10 @@
 
 #define PACE_EPOCH_NS 1000000 /* one pause's turn */
 #define PACE_HOLD 256 /* epochs a choice that stayed holds; twice that each time it stays, to 16 x */
-/* A turn a longer pause wins (its rate over the shorter's by PACE_MARGIN,
- * which a flat rate's counts do not reach) scores 1, one it loses -2; it
- * is taken at PACE_WIN, not at PACE_LOSE nor after PACE_TURNS turns */
+/* A turn a longer pause wins (its rate over the better of the shorter
+ * ones' by PACE_MARGIN, which a flat rate's counts do not reach) scores 1,
+ * one it loses -2; it is taken at PACE_WIN, not at PACE_LOSE nor after
+ * PACE_TURNS turns */
 #define PACE_MARGIN 1.005
 #define PACE_WIN 8
 #define PACE_LOSE (-5)
@@ -45,7 +46,7 @@ static const uint64_t pace_ns[] = { 0, 1000, 3000, 10000, 30000 };
  * stretch: a sign test, which bursts of an open loop's arrivals do not
  * sway as they sway sums; sequential, so that a pause that loses every
  * turn is out in three, and one 3 % better, winning four turns in five,
- * is taken in about 17). Once both are settled, or the turns are out, the
+ * is taken in about 16). Once both are settled, or the turns are out, the
  * longest that won is chosen: a step taken is measured again at once; one
  * that stayed holds. */
 static void
