@@ -33,7 +33,7 @@ evd__live_source(const struct evd_source *src, const char *call)
 struct evd_loop evd__claimed = { .name = "(claimed)" };
 
 struct evd_loop *
-evd__source_try_claim(struct evd_source *src)
+evd__source_try_claim(struct evd_source *src, const char *call)
 {
 	struct evd_loop *on = NULL;
 
@@ -41,19 +41,21 @@ evd__source_try_claim(struct evd_source *src)
 	 * the three on one source pass one at a time */
 	__atomic_compare_exchange_n(&src->loop, &on, &evd__claimed, false, __ATOMIC_ACQ_REL,
 				    __ATOMIC_ACQUIRE);
+	if (on == &evd__claimed)
+		EVD_LOG(ERR, "%s %s: an add, a discard or a destroy of it is under way on another "
+			"thread", call, src->name);
 	return on;
 }
 
 int
 evd__source_claim(struct evd_source *src, const char *call)
 {
-	struct evd_loop *on = evd__source_try_claim(src);
+	struct evd_loop *on = evd__source_try_claim(src, call);
 
 	if (on == NULL)
 		return 0;
 	if (on == &evd__claimed)
-		return EVD_ARG_ERR(-EBUSY, "%s %s: an add, a discard or a destroy of it is under "
-				   "way on another thread", call, src->name);
+		return -EBUSY;
 	return EVD_ARG_ERR(-EBUSY, "%s %s: still on loop %s", call, src->name, on->name);
 }
 

@@ -314,9 +314,10 @@ bool evd__live_source(const struct evd_source *src, const char *call);
 /* A source's loop field holds evd__claimed while an add (until it holds
  * the loop), evd_ring_discard() or evd_source_destroy() works on it: the
  * others find it taken. evd__source_try_claim() returns NULL once claimed,
- * else who has it; evd__source_claim() refuses that (-EBUSY, logged). */
+ * else who has it (evd__claimed logged, naming @p call); evd__source_claim()
+ * refuses either (-EBUSY, logged). */
 extern struct evd_loop evd__claimed;
-struct evd_loop *evd__source_try_claim(struct evd_source *src);
+struct evd_loop *evd__source_try_claim(struct evd_source *src, const char *call);
 int evd__source_claim(struct evd_source *src, const char *call);
 void evd__source_unclaim(struct evd_source *src);
 struct evd_loop *evd__source_loop(const struct evd_source *src); /* NULL: none, or claimed */

@@ -334,12 +334,10 @@ evd_loop_add(struct evd_loop *loop, struct evd_source *src)
 				   loop->name, src->name);
 	/* claimed before anything else: two threads adding one source to two
 	 * loops must not both pass (each holds only its own loop) */
-	other = evd__source_try_claim(src);
+	other = evd__source_try_claim(src, "evd_loop_add");
 	if (other != NULL) {
 		if (other == &evd__claimed)
-			return EVD_ARG_ERR(-EBUSY, "evd_loop_add %s: source %s is being added, "
-					   "discarded or destroyed on another thread", loop->name,
-					   src->name);
+			return -EBUSY;
 		return EVD_ARG_ERR(-EINVAL, "evd_loop_add %s: source %s is already on loop %s%s",
 				   loop->name, src->name, other->name,
 				   other == loop ? " (a source a handler removed stays on it "
