@@ -123,6 +123,63 @@ test_sleep_and_wake(void)
 	close(p[1]);
 }
 
+struct elsewhere {
+	struct evd_source *fd;
+	uint32_t seen;
+	uint64_t calls;
+};
+
+static void
+ask_fd_revents(struct evd_source *src, void *burst, uint16_t n, void *arg)
+{
+	struct elsewhere *e = arg;
+
+	(void)src;
+	(void)burst;
+	(void)n;
+	e->seen |= evd_fd_revents(e->fd);
+	e->calls++;
+}
+
+/* What an fd's poll saw is its handler's alone: asked on the loop's thread
+ * from another source's handler, after the fd's handler ran, it is refused
+ * (0), where it used to answer the fd's stale events. */
+static void
+test_revents_elsewhere(void)
+{
+	struct evd_loop_conf conf = { .policy = "poll" };
+	struct evd_event ev = { 0 };
+	struct evd_loop *loop;
+	struct evd_source *s, *ring;
+	struct reader r = { .drain = 1 };
+	struct elsewhere e = { 0 };
+	int p[2];
+
+	CHECK_EQ(pipe2(p, O_NONBLOCK), 0);
+	r.fd = p[0];
+	CHECK_EQ(evd_loop_create(&conf, &loop), 0);
+	CHECK_EQ(evd_fd_create("pipe", p[0], 0, on_readable, &r, &s), 0);
+	CHECK_EQ(evd_ring_create("asker", 16, ask_fd_revents, &e, &ring), 0);
+	e.fd = s;
+	CHECK_EQ(evd_loop_add(loop, s), 0);
+	CHECK_EQ(evd_loop_add(loop, ring), 0);
+	CHECK_EQ(write(p[1], "x", 1), 1);
+	CHECK_EQ(evd_loop_step(loop), 1);
+	CHECK(r.revents & EPOLLIN);
+	CHECK_EQ(evd_ring_post(ring, &ev), 0);
+	CHECK_EQ(evd_loop_step(loop), 1);
+	CHECK_EQ(e.calls, 1);
+	CHECK_EQ(e.seen, 0);
+	CHECK_EQ(evd_fd_revents(s), 0); /* the loop's thread, between rounds */
+	CHECK_EQ(evd_loop_remove(loop, s), 0);
+	CHECK_EQ(evd_loop_remove(loop, ring), 0);
+	CHECK_EQ(evd_source_destroy(s), 0);
+	CHECK_EQ(evd_source_destroy(ring), 0);
+	CHECK_EQ(evd_loop_destroy(loop), 0);
+	close(p[0]);
+	close(p[1]);
+}
+
 struct ticker {
 	int fd;
 	uint64_t ticks;
@@ -171,6 +228,7 @@ main(void)
 	TEST(test_errors);
 	TEST(test_level);
 	TEST(test_sleep_and_wake);
+	TEST(test_revents_elsewhere);
 	TEST(test_timerfd);
 	return 0;
 }

@@ -640,11 +640,11 @@ int evd_fd_create(const char *name, int fd, uint32_t events, evd_handler_t handl
 		  struct evd_source **out);
 
 /** The epoll events seen by the current call of an fd source's handler.
- * Loop thread (from the handler).
+ * Loop thread, from that handler only.
  * @param src  The fd source the handler was called for.
  * @return EPOLLIN and the others seen; 0 (logged) for NULL, a source that
- *   is not an fd source, or a call on a thread that is not running the
- *   source's loop. */
+ *   is not an fd source, or a call from anywhere but this source's handler
+ *   (another thread, another handler, outside a round). */
 uint32_t evd_fd_revents(const struct evd_source *src);
 
 /* ---- Timers ------------------------------------------------------------ */

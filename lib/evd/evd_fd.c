@@ -16,12 +16,18 @@ struct evd_fd_source {
 	uint32_t revents;
 };
 
+/* The fd source whose handler this thread runs: evd_fd_revents() answers
+ * for it alone, and so never reads a loop, which another thread may be
+ * destroying. */
+static __thread const struct evd_fd_source *fd_in_handler;
+
 static int
 fd_poll(struct evd_source *s, uint16_t budget)
 {
 	struct evd_fd_source *f = (struct evd_fd_source *)s;
 	/* epoll and poll share their event bit values on Linux. */
 	struct pollfd p = { .fd = f->fd, .events = (short)s->epoll_events };
+	const struct evd_fd_source *prev;
 	int rc;
 
 	RTE_SET_USED(budget);
@@ -33,7 +39,10 @@ fd_poll(struct evd_source *s, uint16_t budget)
 	if (p.revents & POLLNVAL)
 		return -EBADF;
 	f->revents = (uint32_t)p.revents;
+	prev = fd_in_handler;
+	fd_in_handler = f;
 	evd_source_deliver(s, NULL, 1);
+	fd_in_handler = prev;
 	return 1;
 }
 
@@ -97,19 +106,16 @@ evd_fd_create(const char *name, int fd, uint32_t events, evd_handler_t handler, 
 uint32_t
 evd_fd_revents(const struct evd_source *s)
 {
-	const struct evd_loop *loop;
-
 	if (!evd__live_source(s, "evd_fd_revents"))
 		return 0;
 	if (s->ops != &fd_ops) {
 		EVD_LOG(ERR, "evd_fd_revents %s: not an fd source", s->name);
 		return 0;
 	}
-	/* what the last wait saw, meaningful in the handler only: elsewhere, or
-	 * on another thread, a stale value would pass for a fresh one */
-	loop = evd__source_loop(s);
-	if (loop == NULL || !evd__on_owner_thread(loop)) {
-		EVD_LOG(ERR, "evd_fd_revents %s: not in its handler, on the loop's thread", s->name);
+	/* what the last poll saw, meaningful in the handler only: elsewhere, on
+	 * the loop's thread or another, a stale value would pass for a fresh one */
+	if ((const struct evd_fd_source *)s != fd_in_handler) {
+		EVD_LOG(ERR, "evd_fd_revents %s: not in its handler", s->name);
 		return 0;
 	}
 	return ((const struct evd_fd_source *)s)->revents;
