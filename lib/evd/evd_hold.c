@@ -47,16 +47,34 @@ evd__source_try_claim(struct evd_source *src, const char *call)
 	return on;
 }
 
+/* Another thread's loop may be mid-destroy. Its destroy, holding the loop,
+ * finds no source on it (whoever held the loop last cleared theirs before
+ * letting go), then takes the registry's lock to unlist it and frees it
+ * after: a source still on it, seen under that lock, means the destroy has
+ * not passed that point. (A loop made since at the same address is named
+ * instead: a wrong name, never freed memory.) */
+const char *
+evd__other_loop_name(const struct evd_source *src, const struct evd_loop *on, char *buf,
+		     size_t n)
+{
+	evd__registry_lock();
+	snprintf(buf, n, "%s", evd__source_loop(src) == on ? on->name : "(since left)");
+	evd__registry_unlock();
+	return buf;
+}
+
 int
 evd__source_claim(struct evd_source *src, const char *call)
 {
 	struct evd_loop *on = evd__source_try_claim(src, call);
+	char name[EVD_NAME_MAX];
 
 	if (on == NULL)
 		return 0;
 	if (on == &evd__claimed)
 		return -EBUSY;
-	return EVD_ARG_ERR(-EBUSY, "%s %s: still on loop %s", call, src->name, on->name);
+	return EVD_ARG_ERR(-EBUSY, "%s %s: still on loop %s", call, src->name,
+			   evd__other_loop_name(src, on, name, sizeof(name)));
 }
 
 void

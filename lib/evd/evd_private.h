@@ -319,6 +319,8 @@ bool evd__live_source(const struct evd_source *src, const char *call);
 extern struct evd_loop evd__claimed;
 struct evd_loop *evd__source_try_claim(struct evd_source *src, const char *call);
 int evd__source_claim(struct evd_source *src, const char *call);
+const char *evd__other_loop_name(const struct evd_source *src, const struct evd_loop *on, char *buf,
+				 size_t n); /* @p on's name, or "(since left)" */
 void evd__source_unclaim(struct evd_source *src);
 struct evd_loop *evd__source_loop(const struct evd_source *src); /* NULL: none, or claimed */
 int evd__ring_wake(struct evd_loop *loop);     /* the loop's eventfd (stop, a call) */

@@ -325,6 +325,7 @@ int
 evd_loop_add(struct evd_loop *loop, struct evd_source *src)
 {
 	struct evd_loop *other = NULL;
+	char other_name[EVD_NAME_MAX];
 	int fd = -1, held, rc = 0;
 
 	if (!evd__live_loop(loop, "evd_loop_add") || !evd__live_source(src, "evd_loop_add"))
@@ -339,7 +340,9 @@ evd_loop_add(struct evd_loop *loop, struct evd_source *src)
 		if (other == &evd__claimed)
 			return -EBUSY;
 		return EVD_ARG_ERR(-EINVAL, "evd_loop_add %s: source %s is already on loop %s%s",
-				   loop->name, src->name, other->name,
+				   loop->name, src->name,
+				   other == loop ? loop->name :
+				   evd__other_loop_name(src, other, other_name, sizeof(other_name)),
 				   other == loop ? " (a source a handler removed stays on it "
 						   "until the round ends)" : "");
 	}

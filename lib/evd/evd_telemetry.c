@@ -11,8 +11,10 @@
  * <loop> is an id from /evd/list or a loop name.
  *
  * The registry's lock guards the list of loops and each loop's source table
- * (evd_loop.c takes it around changes), so a loop or a source is never read
- * after it left. Stats are read as the loop's own stats calls read them.
+ * (evd_sources.c takes it around changes), so a loop or a source is never
+ * read after it left; a refusal that names another thread's loop reads the
+ * name under it too (evd_hold.c). Stats are read as the loop's own stats
+ * calls read them.
  */
 #include <errno.h>
 #include <stddef.h>
