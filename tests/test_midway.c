@@ -37,6 +37,29 @@ static const char *hold_for; /* a log line holding this is held back */
 static sem_t go, done;
 static char seen[512];
 
+static void
+wait_sem(sem_t *s)
+{
+	while (sem_wait(s) != 0)
+		;
+}
+
+/* Two loops and a source the threads meet on; what the second thread's
+ * calls returned. */
+struct midway {
+	struct evd_loop *mine, *other;
+	struct evd_source *src;
+	int rc[3];
+};
+
+/* The held thread: tell the other to go, and wait until it is done. */
+static void
+hand_over(void)
+{
+	CHECK_EQ(sem_post(&go), 0);
+	wait_sem(&done);
+}
+
 int
 rte_log(uint32_t level, uint32_t logtype, const char *format, ...)
 {
@@ -46,9 +69,7 @@ rte_log(uint32_t level, uint32_t logtype, const char *format, ...)
 	va_start(ap, format);
 	if (hold_for != NULL && strstr(format, hold_for) != NULL) {
 		hold_for = NULL;
-		CHECK_EQ(sem_post(&go), 0);
-		while (sem_wait(&done) != 0)
-			;
+		hand_over();
 		va_copy(aq, ap);
 		vsnprintf(seen, sizeof(seen), format, aq);
 		va_end(aq);
@@ -58,31 +79,16 @@ rte_log(uint32_t level, uint32_t logtype, const char *format, ...)
 	return rc;
 }
 
-struct victim {
-	struct evd_loop *loop;
-	struct evd_source *src;
-};
-
 static void *
 destroy_when_told(void *arg)
 {
-	struct victim *v = arg;
+	struct midway *m = arg;
 
-	while (sem_wait(&go) != 0)
-		;
-	CHECK_EQ(evd_loop_remove(v->loop, v->src), 0);
-	CHECK_EQ(evd_loop_destroy(v->loop), 0);
+	wait_sem(&go);
+	CHECK_EQ(evd_loop_remove(m->other, m->src), 0);
+	CHECK_EQ(evd_loop_destroy(m->other), 0);
 	CHECK_EQ(sem_post(&done), 0);
 	return NULL;
-}
-
-static void
-nothing(struct evd_source *src, void *burst, uint16_t n, void *arg)
-{
-	(void)src;
-	(void)burst;
-	(void)n;
-	(void)arg;
 }
 
 /* @p call refuses @p src, which is on a loop named "victim" that another
@@ -92,12 +98,12 @@ refuse_while_destroyed(const char *what, int (*call)(struct evd_loop *, struct e
 		       struct evd_loop *mine, struct evd_source *src, int want)
 {
 	struct evd_loop_conf conf = { .name = "victim", .policy = "poll" };
-	struct victim v = { .src = src };
+	struct midway m = { .mine = mine, .src = src };
 	pthread_t th;
 
-	CHECK_EQ(evd_loop_create(&conf, &v.loop), 0);
-	CHECK_EQ(evd_loop_add(v.loop, src), 0);
-	CHECK_EQ(pthread_create(&th, NULL, destroy_when_told, &v), 0);
+	CHECK_EQ(evd_loop_create(&conf, &m.other), 0);
+	CHECK_EQ(evd_loop_add(m.other, src), 0);
+	CHECK_EQ(pthread_create(&th, NULL, destroy_when_told, &m), 0);
 	seen[0] = '\0';
 	hold_for = what;
 	CHECK_EQ(call(mine, src), want);
@@ -136,7 +142,7 @@ test_refusals(void)
 	CHECK_EQ(sem_init(&go, 0, 0), 0);
 	CHECK_EQ(sem_init(&done, 0, 0), 0);
 	CHECK_EQ(evd_loop_create(&conf, &mine), 0);
-	CHECK_EQ(evd_ring_create("r", 16, nothing, NULL, &ring), 0);
+	CHECK_EQ(evd_ring_create("r", 16, test_nop, NULL, &ring), 0);
 	refuse_while_destroyed("is already on loop", add_to, mine, ring, -EINVAL);
 	refuse_while_destroyed("still on loop", destroy_source, mine, ring, -EBUSY);
 	refuse_while_destroyed("still on loop", discard, mine, ring, -EBUSY);
@@ -160,9 +166,7 @@ epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 		real = (int (*)(int, int, int, struct epoll_event *))dlsym(RTLD_NEXT, "epoll_ctl");
 	if (fd == held_fd && op == held_op) {
 		held_fd = -1;
-		CHECK_EQ(sem_post(&go), 0);
-		while (sem_wait(&done) != 0)
-			;
+		hand_over();
 		if (op == EPOLL_CTL_ADD) {
 			errno = ENOMEM;
 			return -1;
@@ -183,19 +187,12 @@ sched_yield(void)
 	return real();
 }
 
-struct midway {
-	struct evd_loop *mine, *other;
-	struct evd_source *src;
-	int rc[3];
-};
-
 static void *
 meet_failing_add(void *arg)
 {
 	struct midway *m = arg;
 
-	while (sem_wait(&go) != 0)
-		;
+	wait_sem(&go);
 	m->rc[0] = evd_source_destroy(m->src);
 	m->rc[1] = evd_loop_add(m->other, m->src);
 	CHECK_EQ(sem_post(&done), 0);
@@ -204,19 +201,28 @@ meet_failing_add(void *arg)
 	return NULL;
 }
 
+/* Loop "mine" and an fd source on an eventfd (returned), on no loop yet. */
+static int
+open_mine(struct midway *m)
+{
+	struct evd_loop_conf conf = { .name = "mine", .policy = "poll" };
+	int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+
+	CHECK(efd >= 0);
+	CHECK_EQ(evd_loop_create(&conf, &m->mine), 0);
+	CHECK_EQ(evd_fd_create("f", efd, EPOLLIN, test_nop, NULL, &m->src), 0);
+	return efd;
+}
+
 static void
 test_failing_add(void)
 {
-	struct evd_loop_conf conf = { .name = "mine", .policy = "poll" };
 	struct evd_loop_conf conf2 = { .name = "other", .policy = "poll" };
 	struct midway m = { 0 };
-	int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	int efd = open_mine(&m);
 	pthread_t th;
 
-	CHECK(efd >= 0);
-	CHECK_EQ(evd_loop_create(&conf, &m.mine), 0);
 	CHECK_EQ(evd_loop_create(&conf2, &m.other), 0);
-	CHECK_EQ(evd_fd_create("f", efd, EPOLLIN, nothing, NULL, &m.src), 0);
 	CHECK_EQ(pthread_create(&th, NULL, meet_failing_add, &m), 0);
 	held_op = EPOLL_CTL_ADD;
 	held_fd = efd;
@@ -238,8 +244,7 @@ second_remove(void *arg)
 {
 	struct midway *m = arg;
 
-	while (sem_wait(&go) != 0)
-		;
+	wait_sem(&go);
 	/* its first yield, in the wait for the loop, lets the first remove go on */
 	__atomic_store_n(&waiting_seen, 0, __ATOMIC_RELEASE);
 	m->rc[0] = evd_loop_remove(m->mine, m->src);
@@ -249,14 +254,10 @@ second_remove(void *arg)
 static void
 test_two_removes(void)
 {
-	struct evd_loop_conf conf = { .name = "mine", .policy = "poll" };
 	struct midway m = { 0 };
-	int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	int efd = open_mine(&m);
 	pthread_t th;
 
-	CHECK(efd >= 0);
-	CHECK_EQ(evd_loop_create(&conf, &m.mine), 0);
-	CHECK_EQ(evd_fd_create("f", efd, EPOLLIN, nothing, NULL, &m.src), 0);
 	CHECK_EQ(evd_loop_add(m.mine, m.src), 0);
 	CHECK_EQ(pthread_create(&th, NULL, second_remove, &m), 0);
 	held_op = EPOLL_CTL_DEL;

@@ -341,7 +341,6 @@ evd_loop_add(struct evd_loop *loop, struct evd_source *src)
 			return -EBUSY;
 		return EVD_ARG_ERR(-EINVAL, "evd_loop_add %s: source %s is already on loop %s%s",
 				   loop->name, src->name,
-				   other == loop ? loop->name :
 				   evd__other_loop_name(src, other, other_name, sizeof(other_name)),
 				   other == loop ? " (a source a handler removed stays on it "
 						   "until the round ends)" : "");
