@@ -18,6 +18,8 @@
  *   wrapped into the past and fired at once, or at every step).
  * - evd_policy_env_set() with points distinct as integers but not as
  *   doubles: -EINVAL (L was interpolated by dividing by 0).
+ * - names with a control character: -EINVAL (a newline split the lines
+ *   that printed them).
  */
 #include <pthread.h>
 #include <string.h>
@@ -593,6 +595,33 @@ test_init_on_loop(void)
 	CHECK_EQ(evd_loop_destroy(l), 0);
 }
 
+/* A name with a newline would put a line of its own in every log line that
+ * prints it: refused, in one line, wherever a name is given. */
+static void
+test_name_control_char(void)
+{
+	static const struct evd_source_ops ops = { .kind = "mine", .poll = test_poll_none };
+	static const char bad[] = "nl\nEVD: not a line of evd's";
+	struct evd_loop_conf c = { .name = bad };
+	struct evd_source mine = { 0 }, *r = NULL;
+	struct evd_loop *l = NULL;
+	int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+
+	CHECK(fd >= 0);
+	CHECK_LOGGED(evd_loop_create(&c, &l), -EINVAL, "EVD: ", "control character 0x0a at byte 2");
+	CHECK(l == NULL);
+	/* first: the lines of the other refusals print the name */
+	CHECK_LOGGED(evd_ring_create(bad, 0, NULL, NULL, &r), -EINVAL, "EVD: ", "control character");
+	CHECK_LOGGED(evd_fd_create(bad, fd, 0, NULL, NULL, &r), -EINVAL, "EVD: ",
+		     "control character");
+	CHECK_LOGGED(evd_source_init(&mine, &ops, bad, NULL, NULL), -EINVAL, "EVD: ",
+		     "control character");
+	CHECK(r == NULL);
+	c.name = "tab\there";
+	CHECK_LOGGED(evd_loop_create(&c, &l), -EINVAL, "EVD: ", "0x09");
+	close(fd);
+}
+
 /* test_misuse [NAME]: all, or the one test NAME (without test_) */
 int
 main(int argc, char **argv)
@@ -611,5 +640,6 @@ main(int argc, char **argv)
 	TEST_NAMED(test_refusals_logged);
 	TEST_NAMED(test_reconnect_from_handler);
 	TEST_NAMED(test_init_on_loop);
+	TEST_NAMED(test_name_control_char);
 	return 0;
 }

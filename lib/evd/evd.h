@@ -115,7 +115,8 @@ struct evd_clock {
 
 /** Loop configuration. Zero-initialise it, then set what you need. */
 struct evd_loop_conf {
-	/** Name used in logs and stats; NULL gives "evd". */
+	/** Name used in logs and stats; NULL gives "evd". Under EVD_NAME_MAX
+	 *  bytes, with no control character (a log line prints it). */
 	const char *name;
 	/** Policy spec, see evd_policy.h (e.g. "adaptive:p99_us=200"); NULL gives "adaptive". */
 	const char *policy;
@@ -254,7 +255,7 @@ typedef void (*evd_handler_t)(struct evd_source *src, void *burst, uint16_t n, v
  * @param conf  Configuration (may be NULL for all defaults).
  * @param out   Receives the loop.
  * @return 0; -EINVAL for a NULL @p out, a name of EVD_NAME_MAX bytes or
- *   more, a burst over 256, max_sources over EVD_MAX_SOURCES, a clock
+ *   more or with a control character, a burst over 256, max_sources over EVD_MAX_SOURCES, a clock
  *   without now_ns, or a bad policy spec
  *   (the log names the bad key); -ENOENT for an unknown policy name;
  *   -ENOMEM; or an errno from epoll_create1()/eventfd().
@@ -552,14 +553,16 @@ struct evd_event {
  * not), single consumer (the loop it is added to). Posts are lock-free; the
  * doorbell (an eventfd) is written only when the consumer is armed.
  *
- * @param name     Name for logs and stats (copied; under EVD_NAME_MAX bytes; may be NULL).
+ * @param name     Name for logs and stats (copied; under EVD_NAME_MAX bytes, no
+ *                 control character; may be NULL).
  * @param size     Capacity in events; rounded up to a power of two, 2..2^24.
  * @param handler  Receives bursts of struct evd_event.
  * @param arg      Passed to the handler.
  * @param out      Receives the source.
  * Any thread.
  * @return 0; -EINVAL for a bad size, a NULL handler or @p out, or a name of
- *   EVD_NAME_MAX bytes or more; -ENOMEM; eventfd errors.
+ *   EVD_NAME_MAX bytes or more or with a control character; -ENOMEM;
+ *   eventfd errors.
  */
 int evd_ring_create(const char *name, uint32_t size, evd_handler_t handler, void *arg,
 		    struct evd_source **out);
@@ -618,7 +621,8 @@ int evd_ring_discard(struct evd_source *ring);
  * is readable (or matches @p events); it must consume what it wants.
  * The fd stays owned by the caller. While idle, readiness wakes the loop.
  *
- * @param name    For logs and stats (NULL: "fd"; under EVD_NAME_MAX bytes).
+ * @param name    For logs and stats (NULL: "fd"; under EVD_NAME_MAX bytes, no
+ *                control character).
  * @param fd      The fd to watch; it stays the caller's.
  * @param events  epoll events to watch (0 gives EPOLLIN).
  * @param handler Called on the loop thread while the fd is ready.
@@ -633,7 +637,8 @@ int evd_ring_discard(struct evd_source *ring);
  * removed: epoll dropped the closed file's entry, and nothing tells the two
  * numbers apart.
  * @return 0; -EINVAL for a negative fd, a NULL handler or @p out, a name of
- *   EVD_NAME_MAX bytes or more, EPOLLET, EPOLLONESHOT or EPOLLEXCLUSIVE
+ *   EVD_NAME_MAX bytes or more or with a control character, EPOLLET,
+ *   EPOLLONESHOT or EPOLLEXCLUSIVE
  *   in @p events, or @p events naming no event (flags alone); -ENOMEM.
  */
 int evd_fd_create(const char *name, int fd, uint32_t events, evd_handler_t handler, void *arg,

@@ -72,6 +72,8 @@ evd_fd_create(const char *name, int fd, uint32_t events, evd_handler_t handler, 
 	struct evd_fd_source *f;
 	int rc;
 
+	if (evd__name_check("evd_fd_create", name) < 0)
+		return -EINVAL;
 	if (out == NULL)
 		return EVD_ARG_ERR(-EINVAL, "evd_fd_create %s: out is NULL", name ? name : "");
 	*out = NULL;

@@ -4,6 +4,7 @@
  * or a control call's), the checks of the control calls, and the calls
  * handed over to a running loop (evd_loop_call).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -12,8 +13,38 @@
 
 #include "evd_private.h"
 
+/* ---- names ------------------------------------------------------------------ */
+
+long
+evd__control_char_at(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n && s[i] != '\0'; i++)
+		if (iscntrl((unsigned char)s[i]))
+			return (long)i;
+	return -1;
+}
+
+int
+evd__name_check(const char *call, const char *name)
+{
+	long at;
+
+	if (name == NULL)
+		return 0;
+	/* first: the line below prints the name's start */
+	at = evd__control_char_at(name, EVD_NAME_MAX);
+	if (at >= 0)
+		return EVD_ARG_ERR(-EINVAL, "%s: name has control character 0x%02x at byte %ld",
+				   call, (unsigned char)name[at], at);
+	if (strnlen(name, EVD_NAME_MAX) >= EVD_NAME_MAX)
+		return EVD_ARG_ERR(-EINVAL, "%s: name %.*s... longer than %d bytes", call,
+				   EVD_NAME_MAX - 1, name, EVD_NAME_MAX - 1);
+	return 0;
+}
+
 /* ---- who may call what ----------------------------------------------------- */
 
+__thread unsigned int evd__control_holds;
 
 bool
 evd__live_source(const struct evd_source *src, const char *call)

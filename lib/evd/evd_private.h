@@ -41,6 +41,14 @@ int evd__control_enter(struct evd_loop *loop, const char *call);
 int evd__control_try(struct evd_loop *loop, const char *call); /* never waits: -EAGAIN */
 void evd__control_leave(struct evd_loop *loop, int held);
 
+/* Where the first control character of @p s is, in its first @p n bytes;
+ * -1: none (evd_hold.c). A string a log line prints must have none: a
+ * newline would split the line. */
+long evd__control_char_at(const char *s, size_t n);
+/* A caller's name for a loop or a source: NULL, or under EVD_NAME_MAX bytes
+ * with no control character. 0, or -EINVAL and one line naming @p call. */
+int evd__name_check(const char *call, const char *name);
+
 /* The loop's doorbell (evd_bell.c): software sources' notifications, one
  * eventfd and a bitmap of ready key slots. */
 struct evd__bell *evd__bell_get(void);          /* from the pool, or new; NULL: errno */

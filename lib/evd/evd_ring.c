@@ -177,6 +177,8 @@ evd_ring_create(const char *name, uint32_t size, evd_handler_t handler, void *ar
 	if (out == NULL)
 		return EVD_ARG_ERR(-EINVAL, "evd_ring_create: out is NULL");
 	*out = NULL;
+	if (evd__name_check("evd_ring_create", name) < 0)
+		return -EINVAL;
 	if (handler == NULL)
 		return EVD_ARG_ERR(-EINVAL, "evd_ring_create %s: handler is NULL", name ? name : "");
 	if (size < 2 || size > RING_MAX_SIZE)

@@ -28,9 +28,8 @@ evd_loop_create(const struct evd_loop_conf *conf, struct evd_loop **out)
 	*out = NULL;
 	if (conf == NULL)
 		conf = &defaults;
-	if (conf->name != NULL && strnlen(conf->name, EVD_NAME_MAX) >= EVD_NAME_MAX)
-		return EVD_ARG_ERR(-EINVAL, "evd_loop_create: name longer than %d bytes",
-				   EVD_NAME_MAX - 1);
+	if (evd__name_check("evd_loop_create", conf->name) < 0)
+		return -EINVAL;
 	if (conf->burst > EVD__MAX_BURST)
 		return EVD_ARG_ERR(-EINVAL, "evd_loop_create: burst %u exceeds %d", conf->burst,
 				   EVD__MAX_BURST);

@@ -153,7 +153,8 @@ struct evd_source {
  * @param handler  Called with each burst of completions (loop thread).
  * @param arg      The handler's last argument.
  * @return 0; -EINVAL (logged) if @p src, @p ops, its poll op or @p handler is
- *   NULL, or @p name has EVD_NAME_MAX characters or more; -EBUSY (logged) if
+ *   NULL, or @p name has EVD_NAME_MAX characters or more or a control
+ *   character; -EBUSY (logged) if
  *   @p src is a live source on a loop (it is left as it was).
  */
 int evd_source_init(struct evd_source *src, const struct evd_source_ops *ops, const char *name,

@@ -105,14 +105,13 @@ int
 evd_source_init(struct evd_source *src, const struct evd_source_ops *ops, const char *name,
 		evd_handler_t handler, void *arg)
 {
+	if (evd__name_check("evd_source_init", name) < 0)
+		return -EINVAL;
 	if (src == NULL || ops == NULL || ops->poll == NULL)
 		return EVD_ARG_ERR(-EINVAL, "evd_source_init %s: %s is NULL", name ? name : "",
 				   src == NULL ? "src" : ops == NULL ? "ops" : "ops->poll");
 	if (handler == NULL)
 		return EVD_ARG_ERR(-EINVAL, "evd_source_init %s: handler is NULL", name ? name : "");
-	if (name != NULL && strnlen(name, EVD_NAME_MAX) >= EVD_NAME_MAX)
-		return EVD_ARG_ERR(-EINVAL, "evd_source_init: name %.*s... longer than %d bytes",
-				   EVD_NAME_MAX - 1, name, EVD_NAME_MAX - 1);
 	/* zeroing a source the loop holds would leave the loop one without ops
 	 * (the memory may be fresh: its loop field counts only past the magic) */
 	if (src->magic == EVD_SOURCE_MAGIC && __atomic_load_n(&src->loop, __ATOMIC_ACQUIRE) != NULL)

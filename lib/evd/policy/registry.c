@@ -139,6 +139,7 @@ static int
 parse_spec(const char *spec, struct parsed_spec *ps)
 {
 	char *colon, *item, *save = NULL;
+	long at;
 
 	if (spec == NULL || *spec == '\0') {
 		EVD_LOG(ERR, "policy spec is empty");
@@ -148,13 +149,13 @@ parse_spec(const char *spec, struct parsed_spec *ps)
 		EVD_LOG(ERR, "policy spec longer than %d bytes", SPEC_MAX - 1);
 		return -EINVAL;
 	}
-	/* before any line below echoes it: a newline in it would split that line */
-	for (size_t i = 0; spec[i] != '\0'; i++)
-		if (iscntrl((unsigned char)spec[i])) {
-			EVD_LOG(ERR, "policy spec: control character 0x%02x at byte %zu",
-				(unsigned char)spec[i], i);
-			return -EINVAL;
-		}
+	/* before any line below echoes it */
+	at = evd__control_char_at(spec, SIZE_MAX);
+	if (at >= 0) {
+		EVD_LOG(ERR, "policy spec: control character 0x%02x at byte %ld",
+			(unsigned char)spec[at], at);
+		return -EINVAL;
+	}
 	strcpy(ps->buf, spec);
 	ps->n = 0;
 	ps->name = ps->buf;
