@@ -18,6 +18,8 @@
  *   wrapped into the past and fired at once, or at every step).
  * - evd_policy_env_set() with points distinct as integers but not as
  *   doubles: -EINVAL (L was interpolated by dividing by 0).
+ * - a remove from on_error during a remove: done when it returns (it
+ *   returned 0 and left the source on the loop).
  * - names with a control character: -EINVAL (a newline split the lines
  *   that printed them).
  */
@@ -595,6 +597,50 @@ test_init_on_loop(void)
 	CHECK_EQ(evd_loop_destroy(l), 0);
 }
 
+/* remove(bad) on an idle loop: its ack fails and on_error removes another
+ * source, which the remove's own detach cannot finish in a round that
+ * never comes: gone when the remove returns. */
+static struct evd_source *companion;
+static int companion_rc;
+
+static void
+remove_companion(struct evd_loop *l, struct evd_source *s, int err, void *arg)
+{
+	(void)s;
+	(void)err;
+	(void)arg;
+	if (companion != NULL)
+		companion_rc = evd_loop_remove(l, companion);
+	companion = NULL;
+}
+
+static void
+test_remove_other_in_detach(void)
+{
+	struct evd_loop_conf c = { .name = "misuse", .policy = "poll", .on_error = remove_companion };
+	struct bad_source b = { .consume = true };
+	struct evd_source *r;
+	struct evd_loop *l;
+	uint64_t one = 1;
+
+	b.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	CHECK(b.efd >= 0);
+	CHECK_EQ(evd_source_init(&b.src, &bad_ack_ops, "bad", count, NULL), 0);
+	CHECK_EQ(evd_ring_create("companion", 8, count, NULL, &r), 0);
+	CHECK_EQ(evd_loop_create(&c, &l), 0);
+	CHECK_EQ(evd_loop_add(l, &b.src), 0);
+	CHECK_EQ(evd_loop_add(l, r), 0);
+	companion = r;
+	companion_rc = 1;
+	CHECK_EQ(write(b.efd, &one, sizeof(one)), 8);
+	CHECK_EQ(evd_loop_remove(l, &b.src), 0);
+	CHECK_EQ(companion_rc, 0);
+	CHECK(b.src.loop == NULL && r->loop == NULL);
+	CHECK_EQ(evd_source_destroy(r), 0);
+	CHECK_EQ(evd_loop_destroy(l), 0);
+	close(b.efd);
+}
+
 /* A name with a newline would put a line of its own in every log line that
  * prints it: refused, in one line, wherever a name is given. */
 static void
@@ -640,6 +686,7 @@ main(int argc, char **argv)
 	TEST_NAMED(test_refusals_logged);
 	TEST_NAMED(test_reconnect_from_handler);
 	TEST_NAMED(test_init_on_loop);
+	TEST_NAMED(test_remove_other_in_detach);
 	TEST_NAMED(test_name_control_char);
 	return 0;
 }

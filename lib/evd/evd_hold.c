@@ -158,8 +158,14 @@ evd__control_enter(struct evd_loop *loop, const char *call)
 void
 evd__control_leave(struct evd_loop *loop, int held)
 {
-	if (held > 0)
-		evd__hold_release(loop);
+	if (held <= 0)
+		return;
+	/* removals that on_error asked for during the call wait for the end of
+	 * a round, and where the call took the loop none is under way to
+	 * finish them (a reap may report more: again) */
+	while (loop->pending_removal)
+		evd__reap_removed(loop);
+	evd__hold_release(loop);
 }
 
 /* Ring the loop's eventfd (a stop, or a call to run): the caller counts

@@ -91,10 +91,6 @@ evd_source_report_error(struct evd_source *src, int err)
 				   "delivered", src->name, strerror(-err));
 	}
 	evd__source_error(loop, src, "async event", err);
-	/* on_error's removals wait for the end of the pass under way; where this
-	 * call took the loop no pass is, and none would come to finish them */
-	if (held > 0 && loop->pending_removal)
-		evd__reap_removed(loop);
 	evd__control_leave(loop, held);
 	return 0;
 }
