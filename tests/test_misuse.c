@@ -18,12 +18,16 @@
  *   wrapped into the past and fired at once, or at every step).
  * - evd_policy_env_set() with points distinct as integers but not as
  *   doubles: -EINVAL (L was interpolated by dividing by 0).
+ * - two threads, each in a control call's on_error on an idle loop, each
+ *   calling into the other's loop: -EDEADLK both (they waited for each
+ *   other forever).
  * - a remove from on_error during a remove: done when it returns (it
  *   returned 0 and left the source on the loop).
  * - names with a control character: -EINVAL (a newline split the lines
  *   that printed them).
  */
 #include <pthread.h>
+#include <semaphore.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -597,6 +601,130 @@ test_init_on_loop(void)
 	CHECK_EQ(evd_loop_destroy(l), 0);
 }
 
+/* Two idle loops, each held by a thread in its on_error (an
+ * evd_source_report_error()), each calling into the other's loop once both
+ * hold theirs: each would wait for the other forever; both are refused. */
+static struct evd_loop *crossed[2];
+static pthread_barrier_t both_hold;
+static int crossed_rc[2];
+
+static void
+timer_nop(struct evd_loop *l, struct evd_timer *t, void *arg)
+{
+	(void)l;
+	(void)t;
+	(void)arg;
+}
+
+static void
+start_on_other(struct evd_loop *l, struct evd_source *s, int err, void *arg)
+{
+	int me = l == crossed[1];
+
+	(void)s;
+	(void)err;
+	(void)arg;
+	pthread_barrier_wait(&both_hold);
+	crossed_rc[me] = evd_timer_start(crossed[!me], 1000000000ull, 0, timer_nop, NULL, NULL);
+	pthread_barrier_wait(&both_hold); /* neither lets go before both have asked */
+}
+
+static void *
+report_on(void *src)
+{
+	return (void *)(intptr_t)evd_source_report_error(src, -EIO);
+}
+
+static void
+test_control_calls_crossed(void)
+{
+	struct evd_loop_conf c = { .policy = "intr", .on_error = start_on_other };
+	struct evd_source *r[2];
+	pthread_t t[2];
+	void *rc;
+
+	CHECK_EQ(pthread_barrier_init(&both_hold, NULL, 2), 0);
+	for (int i = 0; i < 2; i++) {
+		c.name = i ? "crossed-b" : "crossed-a";
+		CHECK_EQ(evd_loop_create(&c, &crossed[i]), 0);
+		CHECK_EQ(evd_ring_create(c.name, 8, count, NULL, &r[i]), 0);
+		CHECK_EQ(evd_loop_add(crossed[i], r[i]), 0);
+	}
+	for (int i = 0; i < 2; i++)
+		CHECK_EQ(pthread_create(&t[i], NULL, report_on, r[i]), 0);
+	for (int i = 0; i < 2; i++) {
+		CHECK_EQ(pthread_join(t[i], &rc), 0);
+		CHECK_EQ((int)(intptr_t)rc, 0); /* the error was delivered */
+		CHECK_EQ(crossed_rc[i], -EDEADLK);
+	}
+	/* each thread's hold ended with its call: a destroy on this thread,
+	 * which takes and frees a loop, leaves no hold behind either, so a
+	 * control call here still waits for another thread's (test below) */
+	for (int i = 0; i < 2; i++) {
+		CHECK_EQ(evd_loop_remove(crossed[i], r[i]), 0);
+		CHECK_EQ(evd_source_destroy(r[i]), 0);
+		CHECK_EQ(evd_loop_destroy(crossed[i]), 0);
+	}
+	CHECK_EQ(pthread_barrier_destroy(&both_hold), 0);
+}
+
+/* A thread that holds no loop waits for another thread's control call and
+ * then acts, a destroy made on it before included (the destroy's hold ends
+ * with the loop, never released). */
+static sem_t holding, go_on;
+
+static void
+hold_until_told(struct evd_loop *l, struct evd_source *s, int err, void *arg)
+{
+	(void)l;
+	(void)s;
+	(void)err;
+	(void)arg;
+	CHECK_EQ(sem_post(&holding), 0);
+	while (sem_wait(&go_on) != 0)
+		;
+}
+
+static void *
+release_soon(void *arg)
+{
+	(void)arg;
+	test_sleep_us(20000); /* an order, not a measure: main is most likely waiting by then */
+	CHECK_EQ(sem_post(&go_on), 0);
+	return NULL;
+}
+
+static void
+test_control_call_waits(void)
+{
+	struct evd_loop_conf c = { .name = "held", .policy = "intr", .on_error = hold_until_told };
+	struct evd_loop *l, *gone;
+	struct evd_source *r;
+	struct evd_timer *tm;
+	pthread_t holder, releaser;
+
+	CHECK_EQ(sem_init(&holding, 0, 0), 0);
+	CHECK_EQ(sem_init(&go_on, 0, 0), 0);
+	CHECK_EQ(evd_loop_create(NULL, &gone), 0);
+	CHECK_EQ(evd_loop_destroy(gone), 0);
+	CHECK_EQ(evd_loop_create(&c, &l), 0);
+	CHECK_EQ(evd_ring_create("held", 8, count, NULL, &r), 0);
+	CHECK_EQ(evd_loop_add(l, r), 0);
+	CHECK_EQ(pthread_create(&holder, NULL, report_on, r), 0);
+	while (sem_wait(&holding) != 0)
+		;
+	CHECK_EQ(pthread_create(&releaser, NULL, release_soon, NULL), 0);
+	CHECK_EQ(evd_timer_start(l, 1000000000ull, 0, timer_nop, NULL, &tm), 0);
+	CHECK_EQ(pthread_join(releaser, NULL), 0);
+	CHECK_EQ(pthread_join(holder, NULL), 0);
+	CHECK_EQ(evd_timer_cancel(l, tm), 0);
+	CHECK_EQ(evd_loop_remove(l, r), 0);
+	CHECK_EQ(evd_source_destroy(r), 0);
+	CHECK_EQ(evd_loop_destroy(l), 0);
+	sem_destroy(&holding);
+	sem_destroy(&go_on);
+}
+
 /* remove(bad) on an idle loop: its ack fails and on_error removes another
  * source, which the remove's own detach cannot finish in a round that
  * never comes: gone when the remove returns. */
@@ -686,6 +814,8 @@ main(int argc, char **argv)
 	TEST_NAMED(test_refusals_logged);
 	TEST_NAMED(test_reconnect_from_handler);
 	TEST_NAMED(test_init_on_loop);
+	TEST_NAMED(test_control_calls_crossed);
+	TEST_NAMED(test_control_call_waits);
 	TEST_NAMED(test_remove_other_in_detach);
 	TEST_NAMED(test_name_control_char);
 	return 0;

@@ -44,9 +44,14 @@
  * runs the loop (from its handlers and callbacks) or while no thread runs
  * it; from any other thread while it runs they return -EBUSY and log the
  * call: hand them to the loop with evd_loop_call(), which any thread may
- * use. Calls after evd_loop_destroy() or evd_source_destroy() on the
- * object destroyed are undefined, as free() twice is; the library catches
- * them where that is cheap (a poison value checked on entry: -EINVAL).
+ * use. While another thread's control call holds an idle loop, a call that
+ * needs it waits for that call to end, unless its own thread holds a loop
+ * by a control call (it is in one's callbacks: on_error, a call
+ * evd_loop_destroy() runs): then it returns -EDEADLK and logs, since the
+ * other thread may be waiting for that loop. Calls after evd_loop_destroy()
+ * or evd_source_destroy() on the object destroyed are undefined, as free()
+ * twice is; the library catches them where that is cheap (a poison value
+ * checked on entry: -EINVAL).
  */
 
 #include <stdbool.h>
@@ -272,8 +277,8 @@ int evd_loop_create(const struct evd_loop_conf *conf, struct evd_loop **out);
  * release).
  * @param loop  The loop.
  * @return 0; -EBUSY if sources remain or the loop is running (evd_loop_run(),
- *   or a step of evd_loop_step(): from its callbacks); -EINVAL for NULL or a
- *   destroyed loop.
+ *   or a step of evd_loop_step(): from its callbacks); -EDEADLK (Threads,
+ *   above); -EINVAL for NULL or a destroyed loop.
  */
 int evd_loop_destroy(struct evd_loop *loop);
 
@@ -286,7 +291,8 @@ int evd_loop_destroy(struct evd_loop *loop);
  * @param src   A source on no loop.
  * @return 0; -EINVAL for NULL or destroyed arguments, or a source already on
  *   a loop; -EBUSY (another thread runs the loop, or adds, discards or
- *   destroys the source at the same time); -ENOSPC if the loop holds
+ *   destroys the source at the same time); -EDEADLK (Threads, above);
+ *   -ENOSPC if the loop holds
  *   evd_loop_conf.max_sources already; -ENOMEM; the error of the
  *   source's fd op (other than -ENOTSUP: poll-only); -EBADF if the fd it
  *   gives is not open; or an errno from epoll_ctl().
@@ -307,7 +313,7 @@ int evd_loop_add(struct evd_loop *loop, struct evd_source *src);
  * @return 0; -EINVAL for NULL or destroyed arguments, a source not on
  *   this loop, or one a handler has removed this round already (it stays on
  *   the loop, and evd_loop_add() refuses it, until the round ends); -EBUSY
- *   (another thread runs the loop).
+ *   (another thread runs the loop); -EDEADLK (Threads, above).
  */
 int evd_loop_remove(struct evd_loop *loop, struct evd_source *src);
 
@@ -335,7 +341,7 @@ int evd_loop_call(struct evd_loop *loop, void (*fn)(struct evd_loop *loop, void 
  * thread is the loop's until it returns.
  * @param loop  The loop.
  * @return 0 when stopped; -EBUSY if already running (or stepped);
- *   -EINVAL for NULL or a destroyed loop.
+ *   -EDEADLK (Threads, above); -EINVAL for NULL or a destroyed loop.
  */
 int evd_loop_run(struct evd_loop *loop);
 
@@ -347,8 +353,8 @@ int evd_loop_run(struct evd_loop *loop);
  * @param loop  The loop.
  * @return number of completions dispatched (>= 0); -ESHUTDOWN once stopped;
  *   -EBUSY while evd_loop_run() runs the loop (on any thread) or from a
- *   handler or callback of a step under way (no nested rounds); -EINVAL for
- *   NULL or a destroyed loop.
+ *   handler or callback of a step under way (no nested rounds); -EDEADLK
+ *   (Threads, above); -EINVAL for NULL or a destroyed loop.
  */
 int evd_loop_step(struct evd_loop *loop);
 
@@ -363,7 +369,8 @@ int evd_loop_step(struct evd_loop *loop);
  *                1..256; 0: the loop's burst.
  * @return completions dispatched (>= 0); -ESHUTDOWN once stopped; -EBUSY
  *   while another thread runs the loop or from a round's own callback;
- *   -EINVAL for NULL, a destroyed loop, or a budget over 256.
+ *   -EDEADLK (Threads, above); -EINVAL for NULL, a destroyed loop, or a
+ *   budget over 256.
  */
 int evd_loop_poll(struct evd_loop *loop, unsigned int budget);
 
@@ -397,8 +404,8 @@ int evd_loop_fd(const struct evd_loop *loop);
  *                    UINT64_MAX: no bound.
  * @return 0: armed, wait; > 0: completions the re-poll found and dispatched
  *   (do not wait, poll again); -EAGAIN: a source joined meanwhile (poll
- *   again); -ESHUTDOWN once stopped; -EBUSY as evd_loop_poll(); -EINVAL for
- *   NULL arguments or a destroyed loop.
+ *   again); -ESHUTDOWN once stopped; -EBUSY and -EDEADLK as evd_loop_poll();
+ *   -EINVAL for NULL arguments or a destroyed loop.
  */
 int evd_loop_arm(struct evd_loop *loop, uint64_t *timeout_ns);
 
@@ -418,7 +425,8 @@ int evd_loop_stop(struct evd_loop *loop);
 /** Clear a stop request so that the loop can run again. Any thread, while no
  * thread runs the loop.
  * @param loop  The loop.
- * @return 0; -EBUSY while running; -EINVAL for NULL or a destroyed loop. */
+ * @return 0; -EBUSY while running; -EDEADLK (Threads, above); -EINVAL for
+ *   NULL or a destroyed loop. */
 int evd_loop_resume(struct evd_loop *loop);
 
 /**
@@ -482,7 +490,7 @@ struct evd_mode_event {
  * @param entries  Ring size, or 0.
  * @return 0; -EINVAL (NULL, or entries not a power of two in range);
  *   -EBUSY (the loop runs, or another thread is in evd_loop_trace_read());
- *   -ENOMEM.
+ *   -EDEADLK (Threads, above); -ENOMEM.
  */
 int evd_loop_trace_enable(struct evd_loop *loop, uint32_t entries);
 
@@ -673,7 +681,7 @@ typedef void (*evd_timer_cb_t)(struct evd_loop *loop, struct evd_timer *t, void 
  *                   evd_timer_cancel() (or evd_loop_destroy()) frees it;
  *                   one started without is freed when it fires.
  * @return 0; -EINVAL for a NULL or destroyed loop or NULL @p cb; -EBUSY
- *   (another thread runs the loop); -ENOMEM.
+ *   (another thread runs the loop); -EDEADLK (Threads, above); -ENOMEM.
  */
 int evd_timer_start(struct evd_loop *loop, uint64_t after_ns, uint64_t period_ns,
 		    evd_timer_cb_t cb, void *arg, struct evd_timer **out);
@@ -686,7 +694,7 @@ int evd_timer_start(struct evd_loop *loop, uint64_t after_ns, uint64_t period_ns
  * @param loop  The loop it was started on.
  * @param t     The handle evd_timer_start() gave.
  * @return 0; -EINVAL for NULL, a destroyed loop, or a timer not on this
- *   loop; -EBUSY (another thread runs the loop).
+ *   loop; -EBUSY (another thread runs the loop); -EDEADLK (Threads, above).
  */
 int evd_timer_cancel(struct evd_loop *loop, struct evd_timer *t);
 

@@ -127,8 +127,9 @@ evd__source_loop(const struct evd_source *src)
  * thread holds it they take it for their length; from another thread
  * while it runs they are refused. Returns 1 if the call took the loop
  * (give it back with evd__hold_release()), 0 on the loop's own thread, or
- * -EBUSY, logged with the call's name; evd__control_try() also -EAGAIN,
- * without waiting, while another thread's control call holds it. */
+ * -EBUSY or -EDEADLK (evd__hold_try), logged with the call's name;
+ * evd__control_try() also -EAGAIN, without waiting, while another thread's
+ * control call holds it. */
 int
 evd__control_try(struct evd_loop *loop, const char *call)
 {
@@ -142,6 +143,8 @@ evd__control_try(struct evd_loop *loop, const char *call)
 	if (rc == -EBUSY)
 		EVD_LOG(ERR, "loop %s: %s on a thread that does not run the loop, while it runs: "
 			"refused (evd_loop_call() runs it on the loop's thread)", loop->name, call);
+	else if (rc == -EDEADLK)
+		EVD_LOG(ERR, "loop %s: %s: %s", loop->name, call, evd__hold_refused(rc, ""));
 	return rc;
 }
 

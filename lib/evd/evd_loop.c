@@ -748,8 +748,9 @@ evd_loop_step(struct evd_loop *loop)
 	 * handlers or callbacks (a nested round) */
 	rc = evd__hold_take(loop, EVD__STEP);
 	if (unlikely(rc < 0))
-		return EVD_ARG_ERR(rc, "evd_loop_step %s: the loop is running, or this is a "
-				   "step's own callback", loop->name);
+		return EVD_ARG_ERR(rc, "evd_loop_step %s: %s", loop->name,
+				   evd__hold_refused(rc, "the loop is running, or this is a "
+							 "step's own callback"));
 	rc = loop_step(loop);
 	evd__hold_release(loop);
 	return rc;
@@ -770,8 +771,9 @@ evd_loop_poll(struct evd_loop *loop, unsigned int budget)
 				   budget, EVD__MAX_BURST);
 	rc = evd__hold_take(loop, EVD__STEP);
 	if (unlikely(rc < 0))
-		return EVD_ARG_ERR(rc, "evd_loop_poll %s: the loop is running, or this is a "
-				   "step's own callback", loop->name);
+		return EVD_ARG_ERR(rc, "evd_loop_poll %s: %s", loop->name,
+				   evd__hold_refused(rc, "the loop is running, or this is a "
+							 "step's own callback"));
 	burst = loop->burst;
 	if (budget != 0)
 		loop->burst = (uint16_t)budget;
@@ -807,8 +809,9 @@ evd_loop_arm(struct evd_loop *loop, uint64_t *timeout_ns)
 		return EVD_ARG_ERR(-EINVAL, "evd_loop_arm %s: timeout_ns is NULL", loop->name);
 	rc = evd__hold_take(loop, EVD__STEP);
 	if (rc < 0)
-		return EVD_ARG_ERR(rc, "evd_loop_arm %s: the loop is running, or this is a "
-				   "round's own callback", loop->name);
+		return EVD_ARG_ERR(rc, "evd_loop_arm %s: %s", loop->name,
+				   evd__hold_refused(rc, "the loop is running, or this is a "
+							 "round's own callback"));
 	if (__atomic_load_n(&loop->stop, __ATOMIC_ACQUIRE)) {
 		evd__hold_release(loop);
 		return -ESHUTDOWN;
@@ -851,7 +854,8 @@ evd_loop_run(struct evd_loop *loop)
 		return -EINVAL;
 	rc = evd__hold_take(loop, EVD__RUN);
 	if (rc < 0)
-		return EVD_ARG_ERR(rc, "evd_loop_run %s: the loop is already running", loop->name);
+		return EVD_ARG_ERR(rc, "evd_loop_run %s: %s", loop->name,
+				   evd__hold_refused(rc, "the loop is already running"));
 	__atomic_store_n(&loop->cpu_last, 0, __ATOMIC_RELAXED); /* a stats read may look */
 	cpu_sample(loop);
 	if (pthread_getcpuclockid(pthread_self(), &loop->cpu_clock) == 0)
@@ -914,7 +918,8 @@ evd_loop_resume(struct evd_loop *loop)
 		return -EINVAL;
 	rc = evd__hold_take(loop, EVD__CONTROL);
 	if (rc < 0)
-		return EVD_ARG_ERR(rc, "evd_loop_resume %s: the loop is running", loop->name);
+		return EVD_ARG_ERR(rc, "evd_loop_resume %s: %s", loop->name,
+				   evd__hold_refused(rc, "the loop is running"));
 	__atomic_store_n(&loop->stop, 0, __ATOMIC_RELEASE);
 	/* a call's doorbell read here is not lost: the next step runs the
 	 * calls before it waits */

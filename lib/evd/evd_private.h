@@ -521,6 +521,9 @@ evd__on_owner_thread(const struct evd_loop *loop)
 	return pthread_equal(__atomic_load_n(&loop->owner, __ATOMIC_RELAXED), pthread_self());
 }
 
+/* How many loops this thread holds by a control call (evd_hold.c). */
+extern __thread unsigned int evd__control_holds;
+
 /* Take the loop for holder h (run, step or a control call); the owner is
  * cleared before the loop is given back (evd__hold_release), so a thread never
  * mistakes another's hold for its own. -EBUSY if another thread runs it,
@@ -533,10 +536,16 @@ evd__hold_try(struct evd_loop *loop, int h)
 	if (__atomic_compare_exchange_n(&loop->running, &cur, h, false, __ATOMIC_ACQ_REL,
 					__ATOMIC_ACQUIRE)) {
 		__atomic_store_n(&loop->owner, pthread_self(), __ATOMIC_RELAXED);
+		if (h == EVD__CONTROL)
+			evd__control_holds++;
 		return 0;
 	}
-	/* -EAGAIN: a control call on another thread holds it for a moment */
-	return cur == EVD__CONTROL && !evd__on_owner_thread(loop) ? -EAGAIN : -EBUSY;
+	if (cur != EVD__CONTROL || evd__on_owner_thread(loop))
+		return -EBUSY;
+	/* -EAGAIN: a control call on another thread holds it for a moment. A
+	 * thread that holds a loop by one itself never waits (-EDEADLK): the
+	 * other may be waiting for that loop, from its callbacks. */
+	return evd__control_holds > 0 ? -EDEADLK : -EAGAIN;
 }
 
 static inline int
@@ -549,9 +558,24 @@ evd__hold_take(struct evd_loop *loop, int h)
 	return rc;
 }
 
+/* The reason for a refused hold, for the caller's one line: @p busy for
+ * -EBUSY. */
+static inline const char *
+evd__hold_refused(int rc, const char *busy)
+{
+	return rc == -EDEADLK ? "another thread's control call holds it, and this thread holds "
+				"a loop by one: refused, not waited for (each could be waiting "
+				"for the other)"
+			      : busy;
+}
+
 static inline void
 evd__hold_release(struct evd_loop *loop)
 {
+	/* (a step's or a run's never touches the thread's count: a TLS access
+	 * in a shared library may be a call) */
+	if (__atomic_load_n(&loop->running, __ATOMIC_RELAXED) == EVD__CONTROL)
+		evd__control_holds--;
 	__atomic_store_n(&loop->owner, (pthread_t)0, __ATOMIC_RELAXED);
 	__atomic_store_n(&loop->running, EVD__FREE, __ATOMIC_RELEASE);
 }

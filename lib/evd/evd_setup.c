@@ -118,7 +118,8 @@ evd_loop_destroy(struct evd_loop *loop)
 		return -EINVAL;
 	held = evd__hold_take(loop, EVD__CONTROL);
 	if (held < 0)
-		return EVD_ARG_ERR(held, "evd_loop_destroy %s: the loop is running", loop->name);
+		return EVD_ARG_ERR(held, "evd_loop_destroy %s: %s", loop->name,
+				   evd__hold_refused(held, "the loop is running"));
 	n_src = loop->n_src;
 	if (n_src == 0) {
 		/* an evd_loop_stop() or evd_loop_call() on another thread may
@@ -158,6 +159,7 @@ evd_loop_destroy(struct evd_loop *loop)
 	evd__free(&mem, loop->fd_key);
 	free(loop->trace);
 	evd__free(&mem, loop);
+	evd__control_holds--; /* the hold ends with the loop, never released */
 	return 0;
 }
 

@@ -183,7 +183,8 @@ evd_source_deliver(struct evd_source *src, void *burst, uint16_t n)
  * @param err  A negative errno (-1..-4095), given to on_error and logged.
  * @return 0; -EINVAL (@p src NULL or not a source, @p err not a negative
  *   errno); -ENOENT (@p src is on no loop: the error is logged, not
- *   delivered); -EBUSY (another thread runs the loop).
+ *   delivered); -EBUSY (another thread runs the loop); -EDEADLK (a control
+ *   call's wait, as evd.h's Threads says).
  */
 int evd_source_report_error(struct evd_source *src, int err);
 

@@ -24,7 +24,8 @@ evd_loop_trace_enable(struct evd_loop *loop, uint32_t entries)
 				   "in 64..16777216", loop->name, entries);
 	rc = evd__hold_take(loop, EVD__CONTROL);
 	if (rc < 0)
-		return EVD_ARG_ERR(rc, "evd_loop_trace_enable %s: the loop is running", loop->name);
+		return EVD_ARG_ERR(rc, "evd_loop_trace_enable %s: %s", loop->name,
+				   evd__hold_refused(rc, "the loop is running"));
 	__atomic_store_n(&loop->trace_resizing, true, __ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&loop->trace_readers, __ATOMIC_SEQ_CST) != 0) {
 		rc = EVD_ARG_ERR(-EBUSY, "evd_loop_trace_enable %s: another thread reads the trace",
