@@ -43,7 +43,7 @@ main(void)
 	struct evd_loop *before, *loop, *any, *ad_before, *ad;
 	struct evd_loop_conf adaptive = { .name = "numa-ad", .policy = "adaptive" };
 	struct evd_source *rb, *r[64];
-	char name[16];
+	char name[16], want[64];
 
 	snprintf(prefix, sizeof(prefix), "--file-prefix=evd-numa-%d", (int)getpid());
 	/* before the EAL: libc's */
@@ -94,7 +94,8 @@ main(void)
 	CHECK(dpdk_memory(any));
 	CHECK_EQ(evd_loop_destroy(any), 0);
 	conf.numa_socket = EVD_SOCKET((int)rte_socket_count() + 7);
-	CHECK_LOGGED(evd_loop_create(&conf, &any), -ENODEV, "EVD: ", "no such socket");
+	snprintf(want, sizeof(want), "EVD_SOCKET(%d): no such socket", (int)rte_socket_count() + 7);
+	CHECK_LOGGED(evd_loop_create(&conf, &any), -ENODEV, "EVD: ", want); /* the caller's n */
 	conf.numa_socket = -5;
 	CHECK_LOGGED(evd_loop_create(&conf, &any), -EINVAL, "EVD: ", "numa_socket -5");
 

@@ -260,10 +260,11 @@ typedef void (*evd_handler_t)(struct evd_source *src, void *burst, uint16_t n, v
  * @param conf  Configuration (may be NULL for all defaults).
  * @param out   Receives the loop.
  * @return 0; -EINVAL for a NULL @p out, a name of EVD_NAME_MAX bytes or
- *   more or with a control character, a burst over 256, max_sources over EVD_MAX_SOURCES, a clock
- *   without now_ns, or a bad policy spec
- *   (the log names the bad key); -ENOENT for an unknown policy name;
- *   -ENOMEM; or an errno from epoll_create1()/eventfd().
+ *   more or with a control character, a burst over 256, max_sources over
+ *   EVD_MAX_SOURCES, a clock without now_ns, or a bad policy spec (the log
+ *   names the bad key); -ENOENT for an unknown policy name; -ENODEV for a
+ *   numa_socket EVD_SOCKET(n) that names no socket of the EAL's; -ENOMEM;
+ *   or an errno from epoll_create1()/eventfd().
  */
 int evd_loop_create(const struct evd_loop_conf *conf, struct evd_loop **out);
 

@@ -41,9 +41,11 @@ evd_loop_create(const struct evd_loop_conf *conf, struct evd_loop **out)
 	mem.dpdk = evd__eal_up();
 	rc = evd__socket_resolve(conf->numa_socket, &mem.socket);
 	if (rc < 0)
-		return EVD_ARG_ERR(rc, "evd_loop_create: numa_socket %d: %s", conf->numa_socket,
-				   rc == -ENODEV ? "no such socket" : "neither EVD_SOCKET(n) nor "
-				   "EVD_SOCKET_ANY");
+		return rc == -ENODEV
+			       ? EVD_ARG_ERR(rc, "evd_loop_create: numa_socket EVD_SOCKET(%d): no "
+					     "such socket", conf->numa_socket - 1)
+			       : EVD_ARG_ERR(rc, "evd_loop_create: numa_socket %d: neither "
+					     "EVD_SOCKET(n) nor EVD_SOCKET_ANY", conf->numa_socket);
 
 	loop = evd__zalloc(&mem, sizeof(*loop), 0);
 	if (loop == NULL)
