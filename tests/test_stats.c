@@ -448,6 +448,28 @@ test_mode_trace(void)
 		CHECK_EQ(lost, st.mode_switches - before - 64);
 		CHECK_EQ(cursor, st.mode_switches);
 	}
+	/* a ring made anew under a reader: its cursor from the old one gets
+	 * every entry of the new one, and what it left unread in the old one
+	 * counts as lost (it skipped the new ring's first entries unseen) */
+	{
+		uint64_t unread, fresh;
+
+		CHECK_EQ(evd_loop_step(loop), 0);
+		CHECK_EQ(evd_loop_stats_get(loop, &st), 0);
+		unread = st.mode_switches - cursor;
+		CHECK(unread >= 2);
+		CHECK_EQ(evd_loop_trace_enable(loop, 128), 0);
+		for (int i = 0; i < 3; i++)
+			CHECK_EQ(evd_loop_step(loop), 0);
+		CHECK_EQ(evd_loop_stats_get(loop, &st), 0);
+		fresh = st.mode_switches - cursor - unread;
+		CHECK(fresh >= 6);
+		lost = 0;
+		n = evd_loop_trace_read(loop, &cursor, ev, 128, &lost);
+		CHECK_EQ((uint64_t)n, fresh);
+		CHECK_EQ(lost, unread);
+		CHECK_EQ(cursor, st.mode_switches);
+	}
 	CHECK_EQ(evd_loop_trace_enable(loop, 0), 0);
 	CHECK_EQ(evd_loop_trace_read(loop, &cursor, ev, 1, NULL), -ENODATA);
 	CHECK_EQ(evd_loop_remove(loop, r), 0);

@@ -498,9 +498,10 @@ int evd_loop_trace_enable(struct evd_loop *loop, uint32_t entries);
 /**
  * Copy the transitions recorded since *cursor (start at 0) into out, at most
  * max, oldest first, and advance *cursor. Any thread, while the loop runs.
- * Entries the loop overwrote before they were read are skipped and added to
- * *lost (may be NULL; the caller sets it to 0 first, then it counts over
- * successive reads).
+ * Entries the loop overwrote before they were read, or that went with the
+ * ring evd_loop_trace_enable() replaced, are skipped and added to *lost
+ * (may be NULL; the caller sets it to 0 first, then it counts over
+ * successive reads). The count goes on across rings: a cursor stays valid.
  * @param loop    The loop.
  * @param cursor  In: the next entry wanted; out: past the last copied.
  * @param out     Receives the entries.

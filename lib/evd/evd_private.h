@@ -278,6 +278,7 @@ struct evd_loop {
 	uint32_t trace_mask;
 	uint64_t trace_head;              /* atomic: entries written */
 	uint64_t trace_claim;             /* atomic: entries begun (head, or head + 1 mid-write) */
+	uint64_t trace_base;              /* atomic: this ring's first entry (earlier: gone) */
 	/* atomics: readers copying the ring, and a resize under way; each side
 	 * raises its own and then looks at the other's, so they never overlap */
 	uint32_t trace_readers;

@@ -42,8 +42,9 @@ evd_loop_trace_enable(struct evd_loop *loop, uint32_t entries)
 	free(loop->trace);
 	loop->trace = ring;
 	loop->trace_mask = entries ? entries - 1 : 0;
-	__atomic_store_n(&loop->trace_head, 0, __ATOMIC_RELEASE);
-	__atomic_store_n(&loop->trace_claim, 0, __ATOMIC_RELEASE);
+	/* the count goes on across rings, so that a reader's cursor from an
+	 * earlier one counts what it missed there as lost and skips nothing here */
+	__atomic_store_n(&loop->trace_base, loop->trace_head, __ATOMIC_RELEASE);
 out:
 	__atomic_store_n(&loop->trace_resizing, false, __ATOMIC_RELEASE);
 	evd__hold_release(loop);
@@ -61,9 +62,8 @@ trace_copy(struct evd_loop *loop, uint64_t *cursor, struct evd_mode_event *out, 
 		return -ENODATA;
 	size = (uint64_t)loop->trace_mask + 1;
 	head = __atomic_load_n(&loop->trace_head, __ATOMIC_ACQUIRE);
-	from = *cursor;
-	if (from > head)
-		from = head; /* a cursor from before a re-enable */
+	from = RTE_MIN(*cursor, head); /* (past the end: not a cursor this loop gave) */
+	from = RTE_MAX(from, __atomic_load_n(&loop->trace_base, __ATOMIC_ACQUIRE));
 	if (head - from > size)
 		from = head - size;
 	n = RTE_MIN(head - from, (uint64_t)max);
