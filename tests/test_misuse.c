@@ -115,6 +115,24 @@ test_remove_in_detach_pending(void)
 	test_remove_in_detach(false);
 }
 
+/* Loop @p c with bad (@p ops, on a new eventfd) added first and a ring of
+ * 8, @p name, after it. */
+static struct evd_loop *
+bad_then_ring(const struct evd_loop_conf *c, struct bad_source *b,
+	      const struct evd_source_ops *ops, const char *name, struct evd_source **r)
+{
+	struct evd_loop *l;
+
+	b->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	CHECK(b->efd >= 0);
+	CHECK_EQ(evd_source_init(&b->src, ops, "bad", count, NULL), 0);
+	CHECK_EQ(evd_ring_create(name, 8, count, NULL, r), 0);
+	CHECK_EQ(evd_loop_create(c, &l), 0);
+	CHECK_EQ(evd_loop_add(l, &b->src), 0);
+	CHECK_EQ(evd_loop_add(l, *r), 0);
+	return l;
+}
+
 /* The arm pass: bad (arm fails, on_error removes it) first, the ring after
  * it. The ring is armed all the same, and bad leaves at the re-poll. */
 static void
@@ -128,13 +146,7 @@ test_remove_in_arm_pass(void)
 	struct bad_source b = { 0 };
 
 	errors_seen = 0;
-	b.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	CHECK(b.efd >= 0);
-	CHECK_EQ(evd_source_init(&b.src, &bad_arm_ops, "bad", count, NULL), 0);
-	CHECK_EQ(evd_ring_create("ring", 8, count, NULL, &r), 0);
-	CHECK_EQ(evd_loop_create(&c, &l), 0);
-	CHECK_EQ(evd_loop_add(l, &b.src), 0);
-	CHECK_EQ(evd_loop_add(l, r), 0);
+	l = bad_then_ring(&c, &b, &bad_arm_ops, "ring", &r);
 	CHECK_EQ(evd_loop_step(l), 0); /* intr: arm, re-poll, sleep 1 ms */
 	CHECK_EQ(errors_seen, 1);
 	CHECK(b.src.loop == NULL);
@@ -751,13 +763,7 @@ test_remove_other_in_detach(void)
 	struct evd_loop *l;
 	uint64_t one = 1;
 
-	b.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	CHECK(b.efd >= 0);
-	CHECK_EQ(evd_source_init(&b.src, &bad_ack_ops, "bad", count, NULL), 0);
-	CHECK_EQ(evd_ring_create("companion", 8, count, NULL, &r), 0);
-	CHECK_EQ(evd_loop_create(&c, &l), 0);
-	CHECK_EQ(evd_loop_add(l, &b.src), 0);
-	CHECK_EQ(evd_loop_add(l, r), 0);
+	l = bad_then_ring(&c, &b, &bad_ack_ops, "companion", &r);
 	companion = r;
 	companion_rc = 1;
 	CHECK_EQ(write(b.efd, &one, sizeof(one)), 8);
