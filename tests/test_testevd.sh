@@ -123,6 +123,13 @@ printf '# evd calibration (ns): B, then L after 10 us, 100 us, 1 ms, 10 ms\n5000
 # is spin or block, the ski-rental problem these checks derive their figures from
 { cat "$tmp/cal.txt"; echo '1000000000 1000000000 1000000000 1000000000'; } > "$tmp/calblock.txt"
 python3 -c 'print("15000\n2000000\n" * 2000, end="")' > "$tmp/alt.txt"
+# the dearest calibration the checks take (B 10 ms, every L 1 s) on gaps
+# of 1 ns: each wake pushes the arrivals after it a second later, far past
+# the trace's time (an arrival's window index overflowed: SIGSEGV)
+printf '10000000 1000000000 1000000000 1000000000 1000000000\n' > "$tmp/caldear.txt"
+python3 -c 'print("1\n" * 1000, end="")' > "$tmp/ones.txt"
+check "score, arrivals past the trace" 0 "$testevd" --score --policy intr \
+	--calibration "$tmp/caldear.txt" --trace "$tmp/ones.txt" --no-progress
 check "score, hindsight" 0 "$testevd" --score --compare --calibration "$tmp/calblock.txt" --trace "$tmp/alt.txt" \
 	--json "$tmp/alt.json"
 python3 - "$tmp/alt.json" <<'PY' || fail=1

@@ -635,13 +635,21 @@ struct score {
 /* Charge [t0, t0 + d) of CPU (or of sleep) to the timeline windows; what
  * runs past the last arrival (a nap's end) is past the trace's time, which
  * the windows cover, and would overfill the last one. */
+/* The window time @p t falls in; the last one for any past it (a wake
+ * that pushes arrivals past the trace's end can put them far past). */
+static int
+tl_at(double t, double window)
+{
+	return (int)fmin(t / window, TL_WINDOWS - 1);
+}
+
 static void
 tl_add(double *w, double window, double t0, double d)
 {
 	double end = fmin(t0 + d, TL_WINDOWS * window);
 
 	while (t0 < end) {
-		int i = RTE_MIN((int)(t0 / window), TL_WINDOWS - 1);
+		int i = tl_at(t0, window);
 		double upto;
 
 		if (i < TL_WINDOWS - 1 && (i + 1) * window <= t0)
@@ -794,8 +802,7 @@ vrun_consume(struct evd_source *src, void *burst, uint16_t n, void *arg)
 	for (uint16_t i = 0; i < n; i++) {
 		double late = (double)(v->now - ev[i].stamp);
 
-		v->s->tl_arrivals[RTE_MIN((int)((double)(ev[i].stamp - v->base) / v->s->tl_window_ns),
-					  TL_WINDOWS - 1)]++;
+		v->s->tl_arrivals[tl_at((double)(ev[i].stamp - v->base), v->s->tl_window_ns)]++;
 		v->s->cost += v->lambda * over(late);
 		v->s->late += target_ns > 0 && late > target_ns;
 		hist_add(&v->s->lat, (uint64_t)late);
