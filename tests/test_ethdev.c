@@ -396,6 +396,12 @@ test_bad_input(uint16_t ring_port)
 	DRIVER_LOGGED(evd_ethdev_rxq_create(ring_port, UINT16_MAX, "x", NULL, on_pkts, NULL, &src),
 		     -EINVAL, "queue_id 65535:");
 	CHECK(src == NULL);
+	/* a name the library refuses: its line alone (lib.evd's), before the
+	 * driver prints the name in a line of its own (net_ring has no Rx
+	 * interrupt: "poll-only") */
+	CHECK_LOGGED(evd_ethdev_rxq_create(ring_port, 0, "nl\nx", NULL, on_pkts, NULL, &src),
+		     -EINVAL, "EVD", "control character");
+	CHECK(src == NULL);
 
 	DRIVER_LOGGED(evd_ethdev_rxq_stats_get(NULL, &st), -EINVAL, "src is NULL");
 	DRIVER_LOGGED(evd_ethdev_rxq_removed(NULL), false, "src is NULL");

@@ -523,6 +523,17 @@ evd_ethdev_rxq_create(uint16_t port_id, uint16_t queue_id, const char *name,
 		ETH_LOG(ERR, "%s: port %u Rx queue %u: out of memory", __func__, port_id, queue_id);
 		return -ENOMEM;
 	}
+	if (name == NULL) {
+		snprintf(buf, sizeof(buf), "port%u.rxq%u", port_id, queue_id);
+		name = buf;
+	}
+	/* the name and the handler checked first: the lines below print the
+	 * name; poll-only, the ops change below */
+	rc = evd_source_init(&q->src, &rxq_ops, name, handler, arg);
+	if (rc < 0) {
+		free(q);
+		return rc;
+	}
 	if (!claim(port_id, queue_id)) {
 		ETH_LOG(ERR, "port %u Rx queue %u is a source already: one source a queue",
 			port_id, queue_id);
@@ -535,10 +546,6 @@ evd_ethdev_rxq_create(uint16_t port_id, uint16_t queue_id, const char *name,
 	q->kick_fd = -1;
 	q->on_port_event = c->on_port_event;
 	q->event_arg = c->event_arg;
-	if (name == NULL) {
-		snprintf(buf, sizeof(buf), "port%u.rxq%u", port_id, queue_id);
-		name = buf;
-	}
 	rc = c->no_interrupt ? -ENOTSUP : attach_interrupt(q);
 	if (rc < 0) {
 		/* No Rx interrupt here: poll-only, bounded sleeps. -EPERM with
@@ -553,20 +560,14 @@ evd_ethdev_rxq_create(uint16_t port_id, uint16_t queue_id, const char *name,
 				"intr_conf.rxq = 1, or not started yet (PMDs set them up at "
 				"rte_eth_dev_start: make the source after it): poll-only", name, port_id);
 		else if (!c->no_interrupt)
-			ETH_LOG(INFO, "%s: no Rx interrupt (%s; intr_conf.rxq set, PMD %s?): "
-				"poll-only", name, strerror(-rc), info.driver_name);
+			ETH_LOG(INFO, "%s: no Rx interrupt (%s: is intr_conf.rxq set, and has PMD %s "
+				"Rx interrupts?): poll-only", name, strerror(-rc), info.driver_name);
 		if (q->kick_fd >= 0)
 			close(q->kick_fd);
 		if (q->inner_epfd >= 0)
 			close(q->inner_epfd);
 		q->kick_fd = q->inner_epfd = -1;
-		rc = evd_source_init(&q->src, &rxq_poll_only_ops, name, handler, arg);
-	} else {
-		rc = evd_source_init(&q->src, &rxq_ops, name, handler, arg);
-	}
-	if (rc < 0) {
-		rxq_close(&q->src);
-		return rc;
+		q->src.ops = &rxq_poll_only_ops;
 	}
 	q->token = calloc(1, sizeof(*q->token));
 	if (q->token == NULL) {

@@ -100,9 +100,10 @@ struct evd_ethdev_stats {
  * @param arg      The handler's argument.
  * @param out      Set to the new source, or to NULL on error; not NULL.
  * @return 0;
- *   -EINVAL: @p out or @p handler is NULL, @p queue_id is not below the
- *   port's Rx queue count, or the queue is not set up (where the PMD answers
- *   rte_eth_rx_queue_info_get);
+ *   -EINVAL: @p out or @p handler is NULL, @p name has EVD_NAME_MAX bytes
+ *   or more or a control character (logged by lib.evd), @p queue_id is not
+ *   below the port's Rx queue count, or the queue is not set up (where the
+ *   PMD answers rte_eth_rx_queue_info_get);
  *   -EPERM: the EAL is not initialised (rte_eal_init() has not run);
  *   -ENODEV: no port @p port_id (never probed, or released);
  *   -EBUSY: the queue is a source already, until that one is destroyed (two

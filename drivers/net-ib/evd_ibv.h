@@ -89,8 +89,9 @@ struct evd_ibv_cq_stats {
  * @param out     Set to the new source, or to NULL on error; not NULL.
  * @return 0;
  *   -EINVAL: @p out, @p ctx or @p handler is NULL, conf->wc_flags holds a
- *   flag besides SRC_QP, SLID, SL and DLID_PATH_BITS, or conf->cqe is over
- *   INT32_MAX;
+ *   flag besides SRC_QP, SLID, SL and DLID_PATH_BITS, conf->cqe is over
+ *   INT32_MAX, or @p name is as evd_source_init() refuses (logged by
+ *   lib.evd);
  *   -ENOMEM;
  *   -EOPNOTSUPP: the provider has no ibv_create_cq_ex(), or no moderation
  *   while it was asked for;
@@ -116,7 +117,8 @@ int evd_ibv_cq_create(struct ibv_context *ctx, const char *name, const struct ev
  * @param out     Set to the new source, or to NULL on error; not NULL.
  * @return 0;
  *   -EINVAL: @p out, @p cq or @p handler is NULL, the CQ has no completion
- *   channel, or conf->wc_flags is set;
+ *   channel, conf->wc_flags is set, or @p name is as evd_source_init()
+ *   refuses (logged by lib.evd);
  *   -EBUSY: the CQ, or its channel, is a source's already, until that one
  *   is destroyed;
  *   -ENOMEM;
@@ -159,8 +161,9 @@ int evd_ibv_cq_stats_get(const struct evd_source *src, struct evd_ibv_cq_stats *
  * @param arg     The handler's argument.
  * @param out     Set to the new source, or to NULL on error; not NULL.
  * @return 0;
- *   -EINVAL: @p out, @p ctx or @p handler is NULL, or ctx->async_fd is
- *   negative;
+ *   -EINVAL: @p out, @p ctx or @p handler is NULL, ctx->async_fd is
+ *   negative, or @p name is as evd_source_init() refuses (logged by
+ *   lib.evd);
  *   -ENOMEM;
  *   -EBUSY: @p ctx already has one;
  *   or the errno of fcntl() on async_fd.
