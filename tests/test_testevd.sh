@@ -36,6 +36,7 @@ check "bad seed" 2 "$testevd" --seed -5
 check "missing value" 2 "$testevd" --duration
 check "stray argument" 2 "$testevd" extra
 check "rounds without compare" 2 "$testevd" --rounds 3
+check "rounds 1 without compare" 2 "$testevd" --rounds 1
 check "bad rounds" 2 "$testevd" --compare --rounds 0
 check "unwritable json" 2 "$testevd" --json /nonexistent/dir/x.json
 check "bad EAL option" 3 "$testevd" --no-such-eal-option -- --duration 0.2

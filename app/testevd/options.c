@@ -422,6 +422,7 @@ testevd_parse_opts(int argc, char **argv, struct opts *o)
 			if (parse_u64(optarg, 1, 1000, &u) < 0)
 				return bad(prog, "invalid --rounds '%s' (1..1000)", optarg);
 			o->rounds = (unsigned int)u;
+			o->rounds_given = true;
 			break;
 		case O_JSON:
 			if (*optarg == '\0')
@@ -458,7 +459,7 @@ testevd_parse_opts(int argc, char **argv, struct opts *o)
 	}
 	if (optind < argc)
 		return bad(prog, "unexpected argument '%s'", argv[optind]);
-	if (o->rounds > 1 && (!o->compare || o->score))
+	if (o->rounds_given && (!o->compare || o->score))
 		return bad(prog, "--rounds interleaves the real runs of --compare (--score is "
 			   "deterministic: one run a policy)%s", "");
 	if (strcmp(o->source, "verbs") == 0 && o->device == NULL)

@@ -63,6 +63,7 @@ struct opts {
 	bool semantics_given;
 	bool budget_given;
 	bool lambda_given, speedup_given, send_delay_given, linger_given, port_given, queues_given;
+	bool rounds_given;
 	bool events_given, seed_given, rate_given;
 	bool pattern_given;    /* --pattern, --rate or --duration: the pattern's, not a --trace's */
 	bool shape_given;      /* --pattern or --rate: what a producer plays */
