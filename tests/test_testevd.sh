@@ -37,6 +37,9 @@ check "missing value" 2 "$testevd" --duration
 check "stray argument" 2 "$testevd" extra
 check "rounds without compare" 2 "$testevd" --rounds 3
 check "rounds 1 without compare" 2 "$testevd" --rounds 1
+# an option's value that reads -h is the value, not a request for help
+check "trace file named -h" 2 "$testevd" --score --trace -h
+grep -q "trace -h" "$tmp/err" || { echo "FAIL: --trace -h: not taken as the file"; fail=1; }
 check "bad rounds" 2 "$testevd" --compare --rounds 0
 check "unwritable json" 2 "$testevd" --json /nonexistent/dir/x.json
 check "bad EAL option" 3 "$testevd" --no-such-eal-option -- --duration 0.2

@@ -133,13 +133,18 @@ main(int argc, char **argv)
 			dash = i;
 			break;
 		}
-	for (int i = 1; i < argc; i++)
+	for (int i = 1; i < argc; i++) {
+		if (testevd_takes_value(argv[i])) {
+			i++; /* its value, whatever it reads (--trace -h: a file) */
+			continue;
+		}
 		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
 			if (dash < 0 || i > dash) {
 				testevd_usage(stdout, argv[0]);
 				return 0;
 			}
 		}
+	}
 
 	/* EAL options: what the user gave before '--', plus defaults that
 	 * make testevd run anywhere (no hugepages, no PCI). */

@@ -266,6 +266,16 @@ testevd_is_option(const char *arg)
 	return false;
 }
 
+bool
+testevd_takes_value(const char *arg)
+{
+	for (const struct option *x = lo; x->name != NULL; x++)
+		if (x->has_arg == required_argument && strncmp(arg, "--", 2) == 0 &&
+		    strcmp(arg + 2, x->name) == 0)
+			return true;
+	return false;
+}
+
 int
 testevd_parse_opts(int argc, char **argv, struct opts *o)
 {

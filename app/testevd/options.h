@@ -17,5 +17,8 @@ void testevd_usage(FILE *f, const char *prog);
 /* Whether @p arg ("--name" or "--name=value") is one of testevd's own
  * options that EAL does not share: one before "--" is misplaced. */
 bool testevd_is_option(const char *arg);
+/* Whether @p arg is one of testevd's options whose value is the next
+ * argument (--json F, not --json=F). */
+bool testevd_takes_value(const char *arg);
 
 #endif
