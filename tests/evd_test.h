@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <semaphore.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,6 +120,14 @@ test_now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* sem_wait through signals (a profiler's, a debugger's): a post never lost */
+static inline void
+test_wait_sem(sem_t *s)
+{
+	while (sem_wait(s) < 0)
+		CHECK(errno == EINTR);
 }
 
 static inline void

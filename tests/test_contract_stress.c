@@ -24,7 +24,6 @@
 #include <getopt.h>
 #include <poll.h>
 #include <pthread.h>
-#include <semaphore.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -756,8 +755,7 @@ cc_via_call(struct cc_ctl *t)
 {
 	t->op.defer = test_xorshift(&t->rnd) % 4 == 0;
 	CHECK_EQ(evd_loop_call(t->c->loop, cc_call, t), 0);
-	while (sem_wait(&t->done) < 0)
-		CHECK(errno == EINTR);
+	test_wait_sem(&t->done);
 	t->via_call++;
 	t->ops++;
 }
@@ -1075,8 +1073,7 @@ test_cross_thread_churn(void)
 	CHECK_EQ(pthread_create(&c->loop_th, NULL, cc_run_loop, c), 0);
 	/* the loop runs once its first call ran: direct calls are refused from now */
 	CHECK_EQ(evd_loop_call(c->loop, cc_started, c), 0);
-	while (sem_wait(&c->started) < 0)
-		CHECK(errno == EINTR);
+	test_wait_sem(&c->started);
 	for (uint32_t i = 0; i < CC_PRODUCERS; i++) {
 		prod[i] = (struct cc_prod){ .c = c, .id = i };
 		CHECK_EQ(pthread_create(&prod[i].th, NULL, cc_produce, &prod[i]), 0);
@@ -2167,8 +2164,7 @@ test_random_api(void)
 	CHECK_EQ(pthread_create(&r->runner, NULL, ra_run_g0, r), 0);
 	/* g[0] runs once its first call ran */
 	CHECK_EQ(evd_loop_call(r->g[0], ra_started, r), 0);
-	while (sem_wait(&r->started) < 0)
-		CHECK(errno == EINTR);
+	test_wait_sem(&r->started);
 	for (uint32_t i = 0; i < RA_THREADS; i++) {
 		struct ra_thr *t = &r->thr[i];
 

@@ -19,7 +19,6 @@
  */
 #include <dlfcn.h>
 #include <pthread.h>
-#include <semaphore.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -37,13 +36,6 @@ static const char *hold_for; /* a log line holding this is held back */
 static sem_t go, done;
 static char seen[512];
 
-static void
-wait_sem(sem_t *s)
-{
-	while (sem_wait(s) != 0)
-		;
-}
-
 /* Two loops and a source the threads meet on; what the second thread's
  * calls returned. */
 struct midway {
@@ -57,7 +49,7 @@ static void
 hand_over(void)
 {
 	CHECK_EQ(sem_post(&go), 0);
-	wait_sem(&done);
+	test_wait_sem(&done);
 }
 
 int
@@ -84,7 +76,7 @@ destroy_when_told(void *arg)
 {
 	struct midway *m = arg;
 
-	wait_sem(&go);
+	test_wait_sem(&go);
 	CHECK_EQ(evd_loop_remove(m->other, m->src), 0);
 	CHECK_EQ(evd_loop_destroy(m->other), 0);
 	CHECK_EQ(sem_post(&done), 0);
@@ -192,7 +184,7 @@ meet_failing_add(void *arg)
 {
 	struct midway *m = arg;
 
-	wait_sem(&go);
+	test_wait_sem(&go);
 	m->rc[0] = evd_source_destroy(m->src);
 	m->rc[1] = evd_loop_add(m->other, m->src);
 	CHECK_EQ(sem_post(&done), 0);
@@ -244,7 +236,7 @@ second_remove(void *arg)
 {
 	struct midway *m = arg;
 
-	wait_sem(&go);
+	test_wait_sem(&go);
 	/* its first yield, in the wait for the loop, lets the first remove go on */
 	__atomic_store_n(&waiting_seen, 0, __ATOMIC_RELEASE);
 	m->rc[0] = evd_loop_remove(m->mine, m->src);

@@ -27,7 +27,6 @@
  *   that printed them).
  */
 #include <pthread.h>
-#include <semaphore.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -621,14 +620,6 @@ static pthread_barrier_t both_hold;
 static int crossed_rc[2];
 
 static void
-timer_nop(struct evd_loop *l, struct evd_timer *t, void *arg)
-{
-	(void)l;
-	(void)t;
-	(void)arg;
-}
-
-static void
 start_on_other(struct evd_loop *l, struct evd_source *s, int err, void *arg)
 {
 	int me = l == crossed[1];
@@ -637,7 +628,7 @@ start_on_other(struct evd_loop *l, struct evd_source *s, int err, void *arg)
 	(void)err;
 	(void)arg;
 	pthread_barrier_wait(&both_hold);
-	crossed_rc[me] = evd_timer_start(crossed[!me], 1000000000ull, 0, timer_nop, NULL, NULL);
+	crossed_rc[me] = evd_timer_start(crossed[!me], 1000000000ull, 0, count_fire, NULL, NULL);
 	pthread_barrier_wait(&both_hold); /* neither lets go before both have asked */
 }
 
@@ -693,8 +684,7 @@ hold_until_told(struct evd_loop *l, struct evd_source *s, int err, void *arg)
 	(void)err;
 	(void)arg;
 	CHECK_EQ(sem_post(&holding), 0);
-	while (sem_wait(&go_on) != 0)
-		;
+	test_wait_sem(&go_on);
 }
 
 static void *
@@ -723,10 +713,9 @@ test_control_call_waits(void)
 	CHECK_EQ(evd_ring_create("held", 8, count, NULL, &r), 0);
 	CHECK_EQ(evd_loop_add(l, r), 0);
 	CHECK_EQ(pthread_create(&holder, NULL, report_on, r), 0);
-	while (sem_wait(&holding) != 0)
-		;
+	test_wait_sem(&holding);
 	CHECK_EQ(pthread_create(&releaser, NULL, release_soon, NULL), 0);
-	CHECK_EQ(evd_timer_start(l, 1000000000ull, 0, timer_nop, NULL, &tm), 0);
+	CHECK_EQ(evd_timer_start(l, 1000000000ull, 0, count_fire, NULL, &tm), 0);
 	CHECK_EQ(pthread_join(releaser, NULL), 0);
 	CHECK_EQ(pthread_join(holder, NULL), 0);
 	CHECK_EQ(evd_timer_cancel(l, tm), 0);

@@ -632,9 +632,6 @@ struct score {
 	uint64_t tl_arrivals[TL_WINDOWS];
 };
 
-/* Charge [t0, t0 + d) of CPU (or of sleep) to the timeline windows; what
- * runs past the last arrival (a nap's end) is past the trace's time, which
- * the windows cover, and would overfill the last one. */
 /* The window time @p t falls in; the last one for any past it (a wake
  * that pushes arrivals past the trace's end can put them far past). */
 static int
@@ -643,6 +640,9 @@ tl_at(double t, double window)
 	return (int)fmin(t / window, TL_WINDOWS - 1);
 }
 
+/* Charge [t0, t0 + d) of CPU (or of sleep) to the timeline windows; what
+ * runs past the last arrival (a nap's end) is past the trace's time, which
+ * the windows cover, and would overfill the last one. */
 static void
 tl_add(double *w, double window, double t0, double d)
 {

@@ -251,29 +251,35 @@ static const struct option lo[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-bool
-testevd_is_option(const char *arg)
+/* The option @p arg ("--name" or "--name=value") names; NULL: none of testevd's. */
+static const struct option *
+long_opt(const char *arg)
 {
 	for (const struct option *x = lo; x->name != NULL; x++) {
 		size_t n = strlen(x->name);
 
-		/* EAL has a --trace and a --help of its own */
 		if (strncmp(arg, "--", 2) == 0 && strncmp(arg + 2, x->name, n) == 0 &&
-		    (arg[2 + n] == '\0' || arg[2 + n] == '=') && x->val != O_TRACE &&
-		    x->val != O_HELP)
-			return true;
+		    (arg[2 + n] == '\0' || arg[2 + n] == '='))
+			return x;
 	}
-	return false;
+	return NULL;
+}
+
+bool
+testevd_is_option(const char *arg)
+{
+	const struct option *x = long_opt(arg);
+
+	/* EAL has a --trace and a --help of its own */
+	return x != NULL && x->val != O_TRACE && x->val != O_HELP;
 }
 
 bool
 testevd_takes_value(const char *arg)
 {
-	for (const struct option *x = lo; x->name != NULL; x++)
-		if (x->has_arg == required_argument && strncmp(arg, "--", 2) == 0 &&
-		    strcmp(arg + 2, x->name) == 0)
-			return true;
-	return false;
+	const struct option *x = long_opt(arg);
+
+	return x != NULL && x->has_arg == required_argument && strchr(arg, '=') == NULL;
 }
 
 int
