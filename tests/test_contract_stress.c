@@ -16,6 +16,9 @@
  * - random-api: three threads make random calls over the whole public API,
  *   valid and invalid (never undefined by the header's rules), on objects
  *   they share; every refusal is a negative errno, the one the header names.
+ * - stats-readers: while a loop runs busy on a ring, is stopped and run
+ *   again (its thread busy in between, outside the loop), a thread reads
+ *   the loop's and the ring's counters: none may go back.
  *
  * --events N scales the counts (the stress_events option: 1000000 gives the
  * full counts, sanitizer builds pass less).
@@ -2238,6 +2241,116 @@ test_random_api(void)
 
 /* ---- main ------------------------------------------------------------------ */
 
+/* ---- stats-readers --------------------------------------------------------- */
+
+struct sr {
+	struct evd_loop *loop;
+	struct evd_source *ring;
+	bool done;     /* atomic */
+	uint64_t runs;  /* atomic: the runs that returned */
+	uint64_t stops; /* atomic */
+};
+
+static void *
+sr_runner(void *arg)
+{
+	struct sr *x = arg;
+
+	while (!__atomic_load_n(&x->done, __ATOMIC_ACQUIRE)) {
+		CHECK_EQ(evd_loop_run(x->loop), 0);
+		__atomic_add_fetch(&x->runs, 1, __ATOMIC_RELEASE);
+		/* CPU of the thread that is not the loop's: no read may count it */
+		for (volatile int i = 0; i < 100000; i++)
+			;
+	}
+	return NULL;
+}
+
+/* Posts to the ring while the loop runs, then stops it and lets it run
+ * again once the run returned: reads overlap the runs' ends. */
+static void *
+sr_stopper(void *arg)
+{
+	struct sr *x = arg;
+	const struct evd_event ev = { 0 };
+
+	while (!__atomic_load_n(&x->done, __ATOMIC_ACQUIRE)) {
+		uint64_t runs = __atomic_load_n(&x->runs, __ATOMIC_ACQUIRE);
+		int rc;
+
+		for (int k = 0; k < 2000; k++) {
+			rc = evd_ring_post(x->ring, &ev);
+			CHECK(rc == 0 || rc == -ENOBUFS);
+			for (volatile int i = 0; i < 200; i++)
+				;
+		}
+		CHECK_EQ(evd_loop_stop(x->loop), 0);
+		while (__atomic_load_n(&x->runs, __ATOMIC_ACQUIRE) == runs)
+			sched_yield();
+		/* (-EBUSY: the runner is in a run that returns at once) */
+		while ((rc = evd_loop_resume(x->loop)) == -EBUSY)
+			sched_yield();
+		CHECK_EQ(rc, 0);
+		__atomic_add_fetch(&x->stops, 1, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+/* Every counter of @p now at least what @p was read before. */
+#define SR_MONOTONIC(was, now, f, what)                                                      \
+	do {                                                                                 \
+		if ((now).f < (was).f) {                                                     \
+			fprintf(stderr, "%s %s went back: %" PRIu64 " -> %" PRIu64 "\n", what, \
+				#f, (uint64_t)(was).f, (uint64_t)(now).f);                   \
+			CHECK((now).f >= (was).f);                                           \
+		}                                                                            \
+	} while (0)
+
+static void
+test_stats_readers(void)
+{
+	struct evd_loop_conf conf = { .name = "sr", .policy = "poll" };
+	struct evd_loop_stats la = { 0 }, lb;
+	struct evd_source_stats sa = { 0 }, sb;
+	struct sr x = { 0 };
+	pthread_t run, stop;
+	uint64_t reads = scaled(1000000, 20000), i;
+
+	CHECK_EQ(evd_loop_create(&conf, &x.loop), 0);
+	CHECK_EQ(evd_ring_create("sr", 1024, test_nop, NULL, &x.ring), 0);
+	CHECK_EQ(evd_loop_add(x.loop, x.ring), 0);
+	CHECK_EQ(pthread_create(&run, NULL, sr_runner, &x), 0);
+	CHECK_EQ(pthread_create(&stop, NULL, sr_stopper, &x), 0);
+	/* (and until a few runs ended: a slow start, under a sanitizer, may
+	 * leave the reads none to overlap) */
+	for (i = 0; i < reads || __atomic_load_n(&x.stops, __ATOMIC_ACQUIRE) < 4; i++) {
+		CHECK_EQ(evd_loop_stats_get(x.loop, &lb), 0);
+		CHECK_EQ(evd_source_stats_get(x.ring, &sb), 0);
+		SR_MONOTONIC(la, lb, cpu_ns, "loop");
+		SR_MONOTONIC(la, lb, polls, "loop");
+		SR_MONOTONIC(la, lb, empty_polls, "loop");
+		SR_MONOTONIC(la, lb, events, "loop");
+		SR_MONOTONIC(sa, sb, polls, "ring");
+		SR_MONOTONIC(sa, sb, empty_polls, "ring");
+		SR_MONOTONIC(sa, sb, events, "ring");
+		CHECK(sb.empty_polls <= sb.polls);
+		la = lb;
+		sa = sb;
+	}
+	__atomic_store_n(&x.done, true, __ATOMIC_RELEASE);
+	CHECK_EQ(pthread_join(stop, NULL), 0);
+	CHECK_EQ(evd_loop_stop(x.loop), 0);
+	CHECK_EQ(pthread_join(run, NULL), 0);
+	printf("# %" PRIu64 " reads, %" PRIu64 " stops; ring polls %" PRIu64 ", empty %" PRIu64
+	       ", events %" PRIu64 "; loop CPU %" PRIu64 " ns\n", i, x.stops, sb.polls,
+	       sb.empty_polls, sb.events, lb.cpu_ns);
+	CHECK(sb.events > 0 && sb.empty_polls > 0);
+	CHECK_EQ(evd_loop_remove(x.loop, x.ring), 0);
+	CHECK(evd_ring_discard(x.ring) >= 0);
+	CHECK_EQ(evd_source_destroy(x.ring), 0);
+	CHECK_EQ(evd_loop_destroy(x.loop), 0);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -2259,8 +2372,9 @@ main(int argc, char **argv)
 	if (optind < argc)
 		name = argv[optind];
 	if (name != NULL && strcmp(name, "held-producer") != 0 &&
-	    strcmp(name, "cross-thread-churn") != 0 && strcmp(name, "random-api") != 0) {
-		fprintf(stderr, "usage: %s [held-producer|cross-thread-churn|random-api] "
+	    strcmp(name, "cross-thread-churn") != 0 && strcmp(name, "random-api") != 0 &&
+	    strcmp(name, "stats-readers") != 0) {
+		fprintf(stderr, "usage: %s [held-producer|cross-thread-churn|random-api|stats-readers] "
 			"[--events N] [--seed S]\n", argv[0]);
 		return 2;
 	}
@@ -2274,6 +2388,11 @@ main(int argc, char **argv)
 	if (name == NULL || strcmp(name, "random-api") == 0) {
 		rte_log_set_global_level(RTE_LOG_CRIT); /* the refusals' lines */
 		TEST(test_random_api);
+		rte_log_set_global_level(RTE_LOG_DEBUG);
+	}
+	if (name == NULL || strcmp(name, "stats-readers") == 0) {
+		rte_log_set_global_level(RTE_LOG_CRIT); /* the resumes refused while a run ends */
+		TEST(test_stats_readers);
 		rte_log_set_global_level(RTE_LOG_DEBUG);
 	}
 	return 0;

@@ -848,6 +848,7 @@ evd_loop_arm(struct evd_loop *loop, uint64_t *timeout_ns)
 int
 evd_loop_run(struct evd_loop *loop)
 {
+	clockid_t clock;
 	int rc, slack;
 
 	if (!evd__live_loop(loop, "evd_loop_run"))
@@ -858,8 +859,11 @@ evd_loop_run(struct evd_loop *loop)
 				   evd__hold_refused(rc, "the loop is already running"));
 	__atomic_store_n(&loop->cpu_last, 0, __ATOMIC_RELAXED); /* a stats read may look */
 	cpu_sample(loop);
-	if (pthread_getcpuclockid(pthread_self(), &loop->cpu_clock) == 0)
+	if (pthread_getcpuclockid(pthread_self(), &clock) == 0) {
+		/* a stats read may look (after cpu_live) */
+		__atomic_store_n(&loop->cpu_clock, clock, __ATOMIC_RELAXED);
 		__atomic_store_n(&loop->cpu_live, true, __ATOMIC_RELEASE);
+	}
 	/* time between runs is nobody's: start the mode clock afresh */
 	loop->mode_mark_ns = evd__now(loop);
 	/* Timed waits (naps, guards, timers, the sleep bound) end up to the

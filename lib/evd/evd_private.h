@@ -269,9 +269,12 @@ struct evd_loop {
 	pthread_t cpu_thread; /* the thread of that sample (steps may change threads) */
 	/* under evd_loop_run its thread's CPU clock, which stats read live, so
 	 * that a sleep pays no clock syscall; odd cpu_seq: a sample under way */
-	clockid_t cpu_clock;
+	clockid_t cpu_clock; /* atomic */
 	bool cpu_live;      /* atomic */
 	uint32_t cpu_seq;   /* atomic */
+	/* atomic: the most a stats read of cpu_ns found, since another CPU's
+	 * read of the thread's clock may run microseconds ahead of its own */
+	uint64_t cpu_read_most;
 
 	/* mode transitions (evd_loop_trace_enable): written by the loop thread */
 	struct evd_mode_event *trace;

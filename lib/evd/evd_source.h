@@ -132,7 +132,8 @@ struct evd_source {
 	/** Polls, doubled; bit 0 set while in the loop's list polled every
 	 *  round, whose passes are then added (stats.polls is unused). */
 	uint64_t polls;
-	/** Polls that delivered (stats.empty_polls is unused: polls less these). */
+	/** Polls that delivered (stats.empty_polls: polls less these, the most
+	 *  a stats read has seen, written by the readers only). */
 	uint64_t busy_polls;
 	/** Written by the loop thread (and by producers for `full`). */
 	struct evd_source_stats stats;

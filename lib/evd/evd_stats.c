@@ -124,29 +124,43 @@ evd_loop_trace_read(struct evd_loop *loop, uint64_t *cursor, struct evd_mode_eve
 uint64_t
 evd__loop_cpu_ns(struct evd_loop *loop)
 {
-	uint64_t cpu, last;
-	uint32_t s1, s2;
-	bool live;
+	uint64_t cpu, most;
 
-	do {
-		s1 = __atomic_load_n(&loop->cpu_seq, __ATOMIC_ACQUIRE);
-		live = __atomic_load_n(&loop->cpu_live, __ATOMIC_ACQUIRE);
+	for (;;) {
+		uint32_t s1 = __atomic_load_n(&loop->cpu_seq, __ATOMIC_ACQUIRE);
+		bool live = __atomic_load_n(&loop->cpu_live, __ATOMIC_ACQUIRE);
+		uint64_t last;
+		clockid_t clock;
+
 		cpu = LOAD(loop->stats.cpu_ns);
 		last = LOAD(loop->cpu_last);
+		clock = __atomic_load_n(&loop->cpu_clock, __ATOMIC_RELAXED);
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		s2 = __atomic_load_n(&loop->cpu_seq, __ATOMIC_RELAXED);
-	} while ((s1 & 1) != 0 || s1 != s2);
-	if (live && last != 0) {
-		struct timespec ts;
+		if ((s1 & 1) != 0 || s1 != __atomic_load_n(&loop->cpu_seq, __ATOMIC_RELAXED))
+			continue;
+		if (live && last != 0) {
+			struct timespec ts;
 
-		/* the run's thread's clock, read from any thread */
-		if (clock_gettime(loop->cpu_clock, &ts) == 0) {
-			uint64_t t = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+			/* the run's thread's clock, read from any thread */
+			if (clock_gettime(clock, &ts) == 0) {
+				uint64_t t = (uint64_t)ts.tv_sec * 1000000000ull +
+					     (uint64_t)ts.tv_nsec;
 
-			cpu += t > last ? t - last : 0;
+				cpu += t > last ? t - last : 0;
+			}
+			/* a sample since (the run's last, as it ends) would have
+			 * counted the thread's CPU after the loop let it go */
+			__atomic_thread_fence(__ATOMIC_ACQUIRE);
+			if (__atomic_load_n(&loop->cpu_seq, __ATOMIC_RELAXED) != s1)
+				continue;
 		}
+		break;
 	}
-	return cpu;
+	most = LOAD(loop->cpu_read_most);
+	while (cpu > most && !__atomic_compare_exchange_n(&loop->cpu_read_most, &most, cpu, true,
+							  __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+	return RTE_MAX(cpu, most);
 }
 
 static void
@@ -211,17 +225,25 @@ evd__source_polls(const struct evd_source *s)
 }
 
 static void
-source_stats_read(const struct evd_source *src, struct evd_source_stats *d)
+source_stats_read(struct evd_source *src, struct evd_source_stats *d)
 {
 	const struct evd_source_stats *s = &src->stats;
-	/* the busy ones first; a pass under way has counted them, not yet
-	 * itself: its polls are told when it ends */
-	uint64_t busy = LOAD(src->busy_polls);
-	/* a local: d is the baseline in a reset, which another may write too */
-	uint64_t polls = RTE_MAX(evd__source_polls(src), busy);
+	/* The polls, then the busy ones: a pass counts its busy polls as it
+	 * makes them and itself when it ends, so busy polls read after the
+	 * polls make the difference too small, never too large. The most
+	 * that difference has read (in stats.empty_polls, which the loop does
+	 * not write) keeps each read from going back. Locals: d is the
+	 * baseline in a reset, which another may write too. */
+	uint64_t polls = evd__source_polls(src), busy = LOAD(src->busy_polls);
+	uint64_t empty = polls > busy ? polls - busy : 0;
+	uint64_t most = LOAD(src->stats.empty_polls);
 
-	PUT(d->polls, polls);
-	PUT(d->empty_polls, polls - busy);
+	while (empty > most &&
+	       !__atomic_compare_exchange_n(&src->stats.empty_polls, &most, empty, true,
+					    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+	PUT(d->polls, RTE_MAX(polls, busy));
+	PUT(d->empty_polls, RTE_MAX(empty, most));
 	PUT(d->events, LOAD(s->events));
 	PUT(d->arms, LOAD(s->arms));
 	PUT(d->repoll_hits, LOAD(s->repoll_hits));
