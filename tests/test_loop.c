@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <evd.h>
 #include <evd_source.h>
@@ -562,6 +564,59 @@ test_failed_poll_only_unbounds(void)
 	CHECK_EQ(evd_loop_destroy(loop), 0);
 }
 
+/* The loop's polls are its sources' polls, each one: a level fd polled
+ * after its wake and a ring's re-polls after an arm count as the round's. */
+static void
+read_efd(struct evd_source *src, void *burst, uint16_t n, void *arg)
+{
+	uint64_t v;
+
+	(void)src, (void)burst, (void)n;
+	CHECK_EQ(read(*(int *)arg, &v, sizeof(v)), (ssize_t)sizeof(v));
+}
+
+static void
+test_loop_polls_are_the_sources(void)
+{
+	static const char *const policies[] = { "poll", "intr" };
+	const struct evd_event ev = { 0 };
+	const uint64_t one = 1;
+
+	for (int k = 0; k < 2; k++) {
+		struct evd_loop_conf conf = { .policy = policies[k], .max_sleep_us = 200 };
+		struct evd_loop_stats ls;
+		struct evd_source_stats fs, rs;
+		struct evd_source *f, *r;
+		struct evd_loop *loop;
+		int efd = eventfd(0, EFD_NONBLOCK);
+
+		CHECK(efd >= 0);
+		CHECK_EQ(evd_loop_create(&conf, &loop), 0);
+		CHECK_EQ(evd_fd_create("efd", efd, 0, read_efd, &efd, &f), 0);
+		CHECK_EQ(evd_ring_create("r", 64, test_nop, NULL, &r), 0);
+		CHECK_EQ(evd_loop_add(loop, f), 0);
+		CHECK_EQ(evd_loop_add(loop, r), 0);
+		for (int i = 0; i < 200; i++) {
+			if (i % 2 == 0)
+				CHECK_EQ(write(efd, &one, sizeof(one)), (ssize_t)sizeof(one));
+			if (i % 3 == 0)
+				CHECK_EQ(evd_ring_post(r, &ev), 0);
+			CHECK(evd_loop_step(loop) >= 0);
+		}
+		CHECK_EQ(evd_loop_stats_get(loop, &ls), 0);
+		CHECK_EQ(evd_source_stats_get(f, &fs), 0);
+		CHECK_EQ(evd_source_stats_get(r, &rs), 0);
+		CHECK(fs.polls > 0 && rs.polls > 0);
+		CHECK_EQ(ls.polls, fs.polls + rs.polls);
+		CHECK_EQ(evd_loop_remove(loop, f), 0);
+		CHECK_EQ(evd_loop_remove(loop, r), 0);
+		CHECK_EQ(evd_source_destroy(f), 0);
+		CHECK_EQ(evd_source_destroy(r), 0);
+		CHECK_EQ(evd_loop_destroy(loop), 0);
+		close(efd);
+	}
+}
+
 int
 main(void)
 {
@@ -576,5 +631,6 @@ main(void)
 	TEST(test_nested_wait);
 	TEST(test_nested_add_is_armed);
 	TEST(test_failed_poll_only_unbounds);
+	TEST(test_loop_polls_are_the_sources);
 	return 0;
 }

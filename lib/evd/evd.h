@@ -193,7 +193,7 @@ enum evd_mode {
 
 /** Counters of a loop. See doc/guides/concepts.md for the exact meaning of each. */
 struct evd_loop_stats {
-	uint64_t polls;            /**< Source polls (one per source per round). */
+	uint64_t polls;            /**< Polls of its sources, each (a round of N sources: N). */
 	uint64_t empty_polls;      /**< Rounds in which every source was empty. */
 	uint64_t events;           /**< Completions handed to handlers. */
 	uint64_t arms;             /**< Successful source arms. */

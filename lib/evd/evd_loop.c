@@ -142,6 +142,7 @@ poll_src(struct evd_loop *loop, struct evd_source *s, bool repoll)
 	int n = s->ops->poll(s, loop->burst);
 
 	evd__polls_add(s, 1);
+	EVD_STAT_ADD(loop->stats.polls, 1);
 	if (likely(n == 0))
 		return 0;
 	return poll_result(loop, s, n, repoll);
