@@ -2,10 +2,11 @@
 /*
  * rte_telemetry commands, for reading a running application's loops with
  * DPDK's own client (dpdk-telemetry.py):
- *   /evd/list               the loops' ids
+ *   /evd/list               the loops' ids (the newest 512)
  *   /evd/stats,<loop>       a loop: name, policy, mode, its stats, what
  *                           the policy learned, and the cost model
- *   /evd/sources,<loop>     a loop's sources and their stats
+ *   /evd/sources,<loop>     a loop's sources and their stats, as many as a
+ *                           reply holds, and how many more
  *   /evd/xstats,<loop>      the same counters flat, xstats-style names
  *                           (<kind>_<id>_<counter>, e.g. ring_0_events)
  * <loop> is an id from /evd/list or a loop name.
@@ -213,10 +214,40 @@ tm_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 	return 0;
 }
 
+/* The reply's room: telemetry sends at most 16 KB (its max_output_len) and
+ * leaves out, unsaid, a container that does not fit; this much is kept for
+ * the command's name and the "more" entry. */
+#define TM_REPLY_BYTES (16384 - 64)
+
+/* What an entry adds to the JSON reply: "name":value, and its comma. */
+static size_t
+tm_u64_len(const char *name, uint64_t v)
+{
+	size_t n = strlen(name) + 4;
+
+	do
+		n++;
+	while ((v /= 10) != 0);
+	return n;
+}
+
+static size_t
+tm_str_len(const char *name, const char *v)
+{
+	size_t n = strlen(name) + 6;
+
+	/* a quote and a backslash are escaped (names hold no control character) */
+	for (; *v != '\0'; v++)
+		n += *v == '"' || *v == '\\' ? 2 : 1;
+	return n;
+}
+
 static int
 tm_sources(const char *cmd, const char *params, struct rte_tel_data *d)
 {
 	struct evd_loop *l;
+	size_t used = 0;
+	uint32_t i;
 
 	RTE_SET_USED(cmd);
 	l = lock_find(params);
@@ -224,24 +255,37 @@ tm_sources(const char *cmd, const char *params, struct rte_tel_data *d)
 		return -EINVAL;
 	/* keyed by the source's id: telemetry takes [A-Za-z0-9_/] in keys only,
 	 * and refused "port0.rxq0" or "events-1" (those sources went missing);
-	 * two sources may share a name, never an id */
+	 * two sources may share a name, never an id. As many as the reply holds,
+	 * in the loop's order; "more" counts the rest. */
 	rte_tel_data_start_dict(d);
-	for (uint32_t i = 0; i < l->n_src && i < RTE_TEL_MAX_DICT_ENTRIES; i++) {
+	for (i = 0; i < l->n_src && i < RTE_TEL_MAX_DICT_ENTRIES - 1; i++) {
 		struct evd_source *s = l->src[i];
-		struct rte_tel_data *c = rte_tel_data_alloc();
-		struct evd_source_stats st;
-		char key[16];
-
-		if (c == NULL)
-			break;
-		evd_source_stats_get(s, &st);
-		rte_tel_data_start_dict(c);
-		rte_tel_data_add_dict_string(c, "name", s->name);
-		rte_tel_data_add_dict_string(c, "kind", s->ops->kind ? s->ops->kind : "");
+		const char *kind = s->ops->kind ? s->ops->kind : "";
 		/* what tells the loop of its completions: poll-only ("none")
 		 * bounds every sleep */
-		rte_tel_data_add_dict_string(c, "notify", s->has_fd ? "fd" : s->ops->bell ? "bell"
-							  : s->failed ? "failed" : "none");
+		const char *notify = s->has_fd ? "fd" : s->ops->bell ? "bell"
+					   : s->failed ? "failed" : "none";
+		struct rte_tel_data *c;
+		struct evd_source_stats st;
+		char key[16];
+		size_t len;
+
+		evd_source_stats_get(s, &st);
+		snprintf(key, sizeof(key), "%" PRIu32, s->id);
+		len = strlen(key) + 6 + tm_str_len("name", s->name) + tm_str_len("kind", kind) +
+		      tm_str_len("notify", notify) + tm_u64_len("polls", st.polls) +
+		      tm_u64_len("empty_polls", st.empty_polls) + tm_u64_len("events", st.events) +
+		      tm_u64_len("arms", st.arms) + tm_u64_len("repoll_hits", st.repoll_hits) +
+		      tm_u64_len("wakeups", st.wakeups) +
+		      tm_u64_len("spurious_wakeups", st.spurious_wakeups) +
+		      tm_u64_len("lost_wakeups", st.lost_wakeups) + tm_u64_len("errors", st.errors) +
+		      tm_u64_len("full", st.full);
+		if (used + len > TM_REPLY_BYTES || (c = rte_tel_data_alloc()) == NULL)
+			break;
+		rte_tel_data_start_dict(c);
+		rte_tel_data_add_dict_string(c, "name", s->name);
+		rte_tel_data_add_dict_string(c, "kind", kind);
+		rte_tel_data_add_dict_string(c, "notify", notify);
 		U64(c, &st, polls);
 		U64(c, &st, empty_polls);
 		U64(c, &st, events);
@@ -252,10 +296,14 @@ tm_sources(const char *cmd, const char *params, struct rte_tel_data *d)
 		U64(c, &st, lost_wakeups);
 		U64(c, &st, errors);
 		U64(c, &st, full);
-		snprintf(key, sizeof(key), "%" PRIu32, s->id);
-		if (rte_tel_data_add_dict_container(d, key, c, 0) < 0)
+		if (rte_tel_data_add_dict_container(d, key, c, 0) < 0) {
 			rte_tel_data_free(c);
+			break;
+		}
+		used += len;
 	}
+	if (i < l->n_src)
+		rte_tel_data_add_dict_u64(d, "more", l->n_src - i);
 	evd__registry_unlock();
 	return 0;
 }
@@ -282,7 +330,7 @@ tm_xstats(const char *cmd, const char *params, struct rte_tel_data *d)
 	if (l == NULL)
 		return -EINVAL;
 	/* one dict of up to RTE_TEL_MAX_DICT_ENTRIES names: the first sources
-	 * that fit whole (/evd/sources has them all) */
+	 * that fit whole */
 	rte_tel_data_start_dict(d);
 	for (uint32_t i = 0; i < l->n_src && entries + RTE_DIM(xstat) <= RTE_TEL_MAX_DICT_ENTRIES;
 	     i++) {
