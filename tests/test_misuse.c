@@ -575,9 +575,22 @@ decide_poll(void *st, const struct evd_policy_input *in, uint64_t *arg)
 	return EVD_ACTION_POLL;
 }
 
+/* a registered policy whose create fails with an errno of its own */
+static int
+create_eperm(const struct evd_policy_param *p, unsigned int n, const struct evd_policy_env *env,
+	     void **state)
+{
+	(void)p, (void)n, (void)env, (void)state;
+	return -EPERM;
+}
+
 static void
 test_refusals_logged(void)
 {
+	static const struct evd_policy_ops perm = { .name = "perm", .decide = decide_poll,
+						    .create = create_eperm };
+	struct evd_loop_conf conf = { .policy = "perm" };
+	struct evd_loop *loop;
 	static const struct evd_policy_ops upper = { .name = "Mine", .decide = decide_poll };
 	static const struct evd_policy_ops taken = { .name = "poll", .decide = decide_poll };
 	static const struct evd_policy_ops nodecide = { .name = "mine" };
@@ -589,6 +602,9 @@ test_refusals_logged(void)
 	CHECK_LOGGED(evd_policy_register(&taken), -EEXIST, "EVD: ", "registered already");
 	CHECK_LOGGED(evd_policy_create("poll", NULL), -EINVAL, "EVD: ", "NULL out");
 	CHECK_LOGGED(evd_clock_tsc_hz(NULL), -EINVAL, "EVD: ", "NULL hz");
+	CHECK_EQ(evd_policy_register(&perm), 0);
+	CHECK_LOGGED(evd_policy_validate("perm"), -EINVAL, "EVD: ", "create refused the spec");
+	CHECK_LOGGED(evd_loop_create(&conf, &loop), -EINVAL, "EVD: ", "create refused the spec");
 	evd_source_ring_bell(NULL); /* async-signal-safe: ignored, not a crash */
 }
 

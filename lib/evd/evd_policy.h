@@ -253,7 +253,9 @@ struct evd_policy_ops {
 	const char *name;
 	/**
 	 * Parse params and allocate state. Return -EINVAL (after logging the key)
-	 * for a key it does not know or a value out of range.
+	 * for a key it does not know or a value out of range, -ENOMEM for no
+	 * memory; any other negative errno is logged by the library and told to
+	 * the caller as -EINVAL.
 	 */
 	int (*create)(const struct evd_policy_param *params, unsigned int n,
 		      const struct evd_policy_env *env, void **state);

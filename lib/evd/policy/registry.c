@@ -240,10 +240,15 @@ instantiate(const char *spec, bool calibrate, struct evd_policy *out)
 		rc = ops->create(ps.params, ps.n,
 				 calibrate && ops->needs_env ? evd_policy_env_get() : &evd__env_defaults,
 				 &state);
-		if (rc == -ENOMEM) /* the others are logged by the policy, naming the key */
+		/* -EINVAL is logged by the policy, naming the key; another errno
+		 * (a registered policy's own) is told as a refused spec */
+		if (rc == -ENOMEM)
 			EVD_LOG(ERR, "policy %s: no memory for its state", ps.name);
+		else if (rc < 0 && rc != -EINVAL)
+			EVD_LOG(ERR, "policy %s: its create refused the spec '%s' (%s)", ps.name, spec,
+				strerror(-rc));
 		if (rc < 0)
-			return rc;
+			return rc == -ENOMEM ? rc : -EINVAL;
 	} else if (ps.n > 0) {
 		EVD_LOG(ERR, "policy %s: unknown key '%s' (it takes no keys)", ps.name,
 			ps.params[0].key);
