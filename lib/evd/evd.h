@@ -323,7 +323,8 @@ int evd_loop_remove(struct evd_loop *loop, struct evd_source *src);
  * thread, any time (not from a signal handler: it allocates). Lock-free on
  * the loop's side; wakes a sleeping loop. Calls run in the order they were
  * queued; from @p fn the control calls act at once. A call queued while no
- * thread runs the loop runs at its next step, or in evd_loop_destroy().
+ * thread runs the loop runs at its next step (a stopped loop's steps run
+ * none until evd_loop_resume()), or in evd_loop_destroy().
  * The loop must not be destroyed while this call is under way on another
  * thread (evd_loop_destroy() waits for its doorbell, not for its start).
  * @param loop  The loop.
