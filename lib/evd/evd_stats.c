@@ -121,10 +121,23 @@ evd_loop_trace_read(struct evd_loop *loop, uint64_t *cursor, struct evd_mode_eve
  * telemetry (another thread) may be reading it. */
 #define PUT(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
 
+/* @p v, or the most a read found before where that is more (then kept
+ * in @p most): a counter read from another thread never goes back. */
+static uint64_t
+read_most(uint64_t *most, uint64_t v)
+{
+	uint64_t m = LOAD(*most);
+
+	while (v > m && !__atomic_compare_exchange_n(most, &m, v, true, __ATOMIC_RELAXED,
+						     __ATOMIC_RELAXED))
+		;
+	return RTE_MAX(v, m);
+}
+
 uint64_t
 evd__loop_cpu_ns(struct evd_loop *loop)
 {
-	uint64_t cpu, most;
+	uint64_t cpu;
 
 	for (;;) {
 		uint32_t s1 = __atomic_load_n(&loop->cpu_seq, __ATOMIC_ACQUIRE);
@@ -156,11 +169,7 @@ evd__loop_cpu_ns(struct evd_loop *loop)
 		}
 		break;
 	}
-	most = LOAD(loop->cpu_read_most);
-	while (cpu > most && !__atomic_compare_exchange_n(&loop->cpu_read_most, &most, cpu, true,
-							  __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-		;
-	return RTE_MAX(cpu, most);
+	return read_most(&loop->cpu_read_most, cpu);
 }
 
 static void
@@ -235,15 +244,9 @@ source_stats_read(struct evd_source *src, struct evd_source_stats *d)
 	 * not write) keeps each read from going back. Locals: d is the
 	 * baseline in a reset, which another may write too. */
 	uint64_t polls = evd__source_polls(src), busy = LOAD(src->busy_polls);
-	uint64_t empty = polls > busy ? polls - busy : 0;
-	uint64_t most = LOAD(src->stats.empty_polls);
 
-	while (empty > most &&
-	       !__atomic_compare_exchange_n(&src->stats.empty_polls, &most, empty, true,
-					    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-		;
 	PUT(d->polls, RTE_MAX(polls, busy));
-	PUT(d->empty_polls, RTE_MAX(empty, most));
+	PUT(d->empty_polls, read_most(&src->stats.empty_polls, polls > busy ? polls - busy : 0));
 	PUT(d->events, LOAD(s->events));
 	PUT(d->arms, LOAD(s->arms));
 	PUT(d->repoll_hits, LOAD(s->repoll_hits));

@@ -219,12 +219,14 @@ tm_stats(const char *cmd, const char *params, struct rte_tel_data *d)
  * the command's name and the "more" entry. */
 #define TM_REPLY_BYTES (16384 - 64)
 
-/* What an entry adds to the JSON reply: "name":value, and its comma. */
+/* Add an entry to @p c; returns what it adds to the JSON reply:
+ * "name":value and its comma. */
 static size_t
-tm_u64_len(const char *name, uint64_t v)
+tm_u64(struct rte_tel_data *c, const char *name, uint64_t v)
 {
 	size_t n = strlen(name) + 4;
 
+	rte_tel_data_add_dict_u64(c, name, v);
 	do
 		n++;
 	while ((v /= 10) != 0);
@@ -232,10 +234,11 @@ tm_u64_len(const char *name, uint64_t v)
 }
 
 static size_t
-tm_str_len(const char *name, const char *v)
+tm_str(struct rte_tel_data *c, const char *name, const char *v)
 {
 	size_t n = strlen(name) + 6;
 
+	rte_tel_data_add_dict_string(c, name, v);
 	/* a quote and a backslash are escaped (names hold no control character) */
 	for (; *v != '\0'; v++)
 		n += *v == '"' || *v == '\\' ? 2 : 1;
@@ -260,43 +263,34 @@ tm_sources(const char *cmd, const char *params, struct rte_tel_data *d)
 	rte_tel_data_start_dict(d);
 	for (i = 0; i < l->n_src && i < RTE_TEL_MAX_DICT_ENTRIES - 1; i++) {
 		struct evd_source *s = l->src[i];
-		const char *kind = s->ops->kind ? s->ops->kind : "";
-		/* what tells the loop of its completions: poll-only ("none")
-		 * bounds every sleep */
-		const char *notify = s->has_fd ? "fd" : s->ops->bell ? "bell"
-					   : s->failed ? "failed" : "none";
-		struct rte_tel_data *c;
+		struct rte_tel_data *c = rte_tel_data_alloc();
 		struct evd_source_stats st;
 		char key[16];
 		size_t len;
 
+		if (c == NULL)
+			break;
 		evd_source_stats_get(s, &st);
 		snprintf(key, sizeof(key), "%" PRIu32, s->id);
-		len = strlen(key) + 6 + tm_str_len("name", s->name) + tm_str_len("kind", kind) +
-		      tm_str_len("notify", notify) + tm_u64_len("polls", st.polls) +
-		      tm_u64_len("empty_polls", st.empty_polls) + tm_u64_len("events", st.events) +
-		      tm_u64_len("arms", st.arms) + tm_u64_len("repoll_hits", st.repoll_hits) +
-		      tm_u64_len("wakeups", st.wakeups) +
-		      tm_u64_len("spurious_wakeups", st.spurious_wakeups) +
-		      tm_u64_len("lost_wakeups", st.lost_wakeups) + tm_u64_len("errors", st.errors) +
-		      tm_u64_len("full", st.full);
-		if (used + len > TM_REPLY_BYTES || (c = rte_tel_data_alloc()) == NULL)
-			break;
 		rte_tel_data_start_dict(c);
-		rte_tel_data_add_dict_string(c, "name", s->name);
-		rte_tel_data_add_dict_string(c, "kind", kind);
-		rte_tel_data_add_dict_string(c, "notify", notify);
-		U64(c, &st, polls);
-		U64(c, &st, empty_polls);
-		U64(c, &st, events);
-		U64(c, &st, arms);
-		U64(c, &st, repoll_hits);
-		U64(c, &st, wakeups);
-		U64(c, &st, spurious_wakeups);
-		U64(c, &st, lost_wakeups);
-		U64(c, &st, errors);
-		U64(c, &st, full);
-		if (rte_tel_data_add_dict_container(d, key, c, 0) < 0) {
+		/* one entry a statement: the reply keeps their order */
+		len = strlen(key) + 6 + tm_str(c, "name", s->name);
+		len += tm_str(c, "kind", s->ops->kind ? s->ops->kind : "");
+		/* what tells the loop of its completions: poll-only ("none")
+		 * bounds every sleep */
+		len += tm_str(c, "notify", s->has_fd ? "fd" : s->ops->bell ? "bell"
+					 : s->failed ? "failed" : "none");
+		len += tm_u64(c, "polls", st.polls);
+		len += tm_u64(c, "empty_polls", st.empty_polls);
+		len += tm_u64(c, "events", st.events);
+		len += tm_u64(c, "arms", st.arms);
+		len += tm_u64(c, "repoll_hits", st.repoll_hits);
+		len += tm_u64(c, "wakeups", st.wakeups);
+		len += tm_u64(c, "spurious_wakeups", st.spurious_wakeups);
+		len += tm_u64(c, "lost_wakeups", st.lost_wakeups);
+		len += tm_u64(c, "errors", st.errors);
+		len += tm_u64(c, "full", st.full);
+		if (used + len > TM_REPLY_BYTES || rte_tel_data_add_dict_container(d, key, c, 0) < 0) {
 			rte_tel_data_free(c);
 			break;
 		}
