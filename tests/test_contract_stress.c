@@ -17,8 +17,10 @@
  *   valid and invalid (never undefined by the header's rules), on objects
  *   they share; every refusal is a negative errno, the one the header names.
  * - stats-readers: while a loop runs busy on a ring, is stopped and run
- *   again (its thread busy in between, outside the loop), a thread reads
- *   the loop's and the ring's counters: none may go back.
+ *   again (its thread busy in between, outside the loop), two threads read
+ *   the loop's and the ring's counters: none may go back, nor the ring's
+ *   empty polls exceed its polls; nor those of an idle ring since a reset
+ *   that a third thread takes over and over.
  *
  * --events N scales the counts (the stress_events option: 1000000 gives the
  * full counts, sanitizer builds pass less).
@@ -2246,6 +2248,7 @@ test_random_api(void)
 struct sr {
 	struct evd_loop *loop;
 	struct evd_source *ring;
+	struct evd_source *idle; /* a ring posted to once: its polls after that are empty */
 	bool done;     /* atomic */
 	uint64_t runs;  /* atomic: the runs that returned */
 	uint64_t stops; /* atomic */
@@ -2266,27 +2269,47 @@ sr_runner(void *arg)
 	return NULL;
 }
 
-/* Posts to the ring while the loop runs, then stops it and lets it run
- * again once the run returned: reads overlap the runs' ends. */
+/* Posts to the ring while the loop runs, waits until it has drained it,
+ * then stops it and lets it run again once the run returned: reads
+ * overlap the runs' ends. (The wait: on two busy CPUs the runner may miss
+ * whole rounds of posts and only meet runs that return at once.) */
 static void *
 sr_stopper(void *arg)
 {
 	struct sr *x = arg;
 	const struct evd_event ev = { 0 };
+	uint64_t posted = 0;
 
 	while (!__atomic_load_n(&x->done, __ATOMIC_ACQUIRE)) {
 		uint64_t runs = __atomic_load_n(&x->runs, __ATOMIC_ACQUIRE);
+		struct evd_source_stats ss;
+		struct evd_loop_stats ls;
+		uint64_t empty;
 		int rc;
 
+		CHECK_EQ(evd_loop_stats_get(x->loop, &ls), 0);
+		empty = ls.empty_polls;
 		for (int k = 0; k < 2000; k++) {
 			rc = evd_ring_post(x->ring, &ev);
 			CHECK(rc == 0 || rc == -ENOBUFS);
+			posted += rc == 0;
 			for (volatile int i = 0; i < 200; i++)
 				;
 		}
-		CHECK_EQ(evd_loop_stop(x->loop), 0);
-		while (__atomic_load_n(&x->runs, __ATOMIC_ACQUIRE) == runs)
+		/* (the runner leaves once done is set, maybe before a run) */
+		do {
+			if (__atomic_load_n(&x->done, __ATOMIC_ACQUIRE))
+				return NULL;
 			sched_yield();
+			CHECK_EQ(evd_source_stats_get(x->ring, &ss), 0);
+			CHECK_EQ(evd_loop_stats_get(x->loop, &ls), 0);
+		} while (ss.events < posted || ls.empty_polls == empty);
+		CHECK_EQ(evd_loop_stop(x->loop), 0);
+		while (__atomic_load_n(&x->runs, __ATOMIC_ACQUIRE) == runs) {
+			if (__atomic_load_n(&x->done, __ATOMIC_ACQUIRE))
+				return NULL;
+			sched_yield();
+		}
 		/* (-EBUSY: the runner is in a run that returns at once) */
 		while ((rc = evd_loop_resume(x->loop)) == -EBUSY)
 			sched_yield();
@@ -2306,38 +2329,95 @@ sr_stopper(void *arg)
 		}                                                                            \
 	} while (0)
 
+/* Reads the counters @p reads times, and on until a few runs ended (a slow
+ * start, under a sanitizer, may leave the reads none to overlap) or, if
+ * @p reads is 0, until done is set. Returns the number of reads. */
+static uint64_t
+sr_reads(struct sr *x, uint64_t reads, struct evd_loop_stats *lb, struct evd_source_stats *sb)
+{
+	struct evd_loop_stats la = { 0 };
+	struct evd_source_stats sa = { 0 }, idle;
+	uint64_t i;
+
+	for (i = 0; reads == 0 ? !__atomic_load_n(&x->done, __ATOMIC_ACQUIRE)
+			       : i < reads || __atomic_load_n(&x->stops, __ATOMIC_ACQUIRE) < 4;
+	     i++) {
+		CHECK_EQ(evd_loop_stats_get(x->loop, lb), 0);
+		CHECK_EQ(evd_source_stats_get(x->ring, sb), 0);
+		CHECK_EQ(evd_source_stats_get(x->idle, &idle), 0);
+		SR_MONOTONIC(la, *lb, cpu_ns, "loop");
+		SR_MONOTONIC(la, *lb, polls, "loop");
+		SR_MONOTONIC(la, *lb, empty_polls, "loop");
+		SR_MONOTONIC(la, *lb, events, "loop");
+		SR_MONOTONIC(sa, *sb, polls, "ring");
+		SR_MONOTONIC(sa, *sb, empty_polls, "ring");
+		SR_MONOTONIC(sa, *sb, events, "ring");
+		CHECK(sb->empty_polls <= sb->polls);
+		la = *lb;
+		sa = *sb;
+	}
+	return i;
+}
+
+/* A second reader: what one reader's read leaves behind must not spoil
+ * the other's. */
+static void *
+sr_reader(void *arg)
+{
+	struct evd_loop_stats lb;
+	struct evd_source_stats sb;
+
+	sr_reads(arg, 0, &lb, &sb);
+	return NULL;
+}
+
+/* Resets the idle ring's counters and reads them, while the readers read
+ * them too (their reads go ahead of this one's between its reset and its
+ * read): a read since a reset holds no more empty polls than polls. */
+static void *
+sr_resetter(void *arg)
+{
+	struct sr *x = arg;
+	struct evd_source_stats st;
+
+	while (!__atomic_load_n(&x->done, __ATOMIC_ACQUIRE)) {
+		CHECK_EQ(evd_source_stats_reset(x->idle), 0);
+		CHECK_EQ(evd_source_stats_get(x->idle, &st), 0);
+		if (st.empty_polls > st.polls) {
+			fprintf(stderr, "idle ring since a reset: %" PRIu64 " empty polls of %" PRIu64
+				"\n", st.empty_polls, st.polls);
+			CHECK(st.empty_polls <= st.polls);
+		}
+	}
+	return NULL;
+}
+
 static void
 test_stats_readers(void)
 {
 	struct evd_loop_conf conf = { .name = "sr", .policy = "poll" };
-	struct evd_loop_stats la = { 0 }, lb;
-	struct evd_source_stats sa = { 0 }, sb;
+	struct evd_loop_stats lb;
+	struct evd_source_stats sb;
 	struct sr x = { 0 };
-	pthread_t run, stop;
-	uint64_t reads = scaled(1000000, 20000), i;
+	pthread_t run, stop, read, reset;
+	uint64_t i;
 
 	CHECK_EQ(evd_loop_create(&conf, &x.loop), 0);
 	CHECK_EQ(evd_ring_create("sr", 1024, test_nop, NULL, &x.ring), 0);
+	CHECK_EQ(evd_ring_create("sr-idle", 64, test_nop, NULL, &x.idle), 0);
+	/* (a busy poll: else its empty polls are all its polls, and a read
+	 * held under its polls is right by chance) */
+	CHECK_EQ(evd_ring_post(x.idle, &(const struct evd_event){ 0 }), 0);
 	CHECK_EQ(evd_loop_add(x.loop, x.ring), 0);
+	CHECK_EQ(evd_loop_add(x.loop, x.idle), 0);
 	CHECK_EQ(pthread_create(&run, NULL, sr_runner, &x), 0);
 	CHECK_EQ(pthread_create(&stop, NULL, sr_stopper, &x), 0);
-	/* (and until a few runs ended: a slow start, under a sanitizer, may
-	 * leave the reads none to overlap) */
-	for (i = 0; i < reads || __atomic_load_n(&x.stops, __ATOMIC_ACQUIRE) < 4; i++) {
-		CHECK_EQ(evd_loop_stats_get(x.loop, &lb), 0);
-		CHECK_EQ(evd_source_stats_get(x.ring, &sb), 0);
-		SR_MONOTONIC(la, lb, cpu_ns, "loop");
-		SR_MONOTONIC(la, lb, polls, "loop");
-		SR_MONOTONIC(la, lb, empty_polls, "loop");
-		SR_MONOTONIC(la, lb, events, "loop");
-		SR_MONOTONIC(sa, sb, polls, "ring");
-		SR_MONOTONIC(sa, sb, empty_polls, "ring");
-		SR_MONOTONIC(sa, sb, events, "ring");
-		CHECK(sb.empty_polls <= sb.polls);
-		la = lb;
-		sa = sb;
-	}
+	CHECK_EQ(pthread_create(&read, NULL, sr_reader, &x), 0);
+	CHECK_EQ(pthread_create(&reset, NULL, sr_resetter, &x), 0);
+	i = sr_reads(&x, scaled(1000000, 20000), &lb, &sb);
 	__atomic_store_n(&x.done, true, __ATOMIC_RELEASE);
+	CHECK_EQ(pthread_join(reset, NULL), 0);
+	CHECK_EQ(pthread_join(read, NULL), 0);
 	CHECK_EQ(pthread_join(stop, NULL), 0);
 	CHECK_EQ(evd_loop_stop(x.loop), 0);
 	CHECK_EQ(pthread_join(run, NULL), 0);
@@ -2346,8 +2426,10 @@ test_stats_readers(void)
 	       sb.empty_polls, sb.events, lb.cpu_ns);
 	CHECK(sb.events > 0 && sb.empty_polls > 0);
 	CHECK_EQ(evd_loop_remove(x.loop, x.ring), 0);
+	CHECK_EQ(evd_loop_remove(x.loop, x.idle), 0);
 	CHECK(evd_ring_discard(x.ring) >= 0);
 	CHECK_EQ(evd_source_destroy(x.ring), 0);
+	CHECK_EQ(evd_source_destroy(x.idle), 0);
 	CHECK_EQ(evd_loop_destroy(x.loop), 0);
 }
 

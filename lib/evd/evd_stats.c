@@ -245,8 +245,9 @@ source_stats_read(struct evd_source *src, struct evd_source_stats *d)
 	 * baseline in a reset, which another may write too. */
 	uint64_t polls = evd__source_polls(src), busy = LOAD(src->busy_polls);
 
-	PUT(d->polls, RTE_MAX(polls, busy));
-	PUT(d->empty_polls, read_most(&src->stats.empty_polls, polls > busy ? polls - busy : 0));
+	polls = RTE_MAX(polls, busy);
+	PUT(d->polls, polls);
+	PUT(d->empty_polls, read_most(&src->stats.empty_polls, polls - busy));
 	PUT(d->events, LOAD(s->events));
 	PUT(d->arms, LOAD(s->arms));
 	PUT(d->repoll_hits, LOAD(s->repoll_hits));
@@ -304,6 +305,8 @@ evd_source_stats_get(struct evd_source *src, struct evd_source_stats *st)
 	b = &src->stats_base;
 	SUB(polls); SUB(empty_polls); SUB(events); SUB(arms); SUB(repoll_hits); SUB(wakeups);
 	SUB(spurious_wakeups); SUB(lost_wakeups); SUB(errors); SUB(full);
+	/* the most read may come from another thread's read of later polls */
+	d->empty_polls = RTE_MIN(d->empty_polls, d->polls);
 	return 0;
 }
 
