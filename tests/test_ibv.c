@@ -346,6 +346,8 @@ struct pusher {
 	uint64_t wr_id;
 	int spurious;   /* raise a spurious event instead of a completion */
 	int fault_fd, fault_err;
+	uint64_t start_us; /* waits this long before it looks */
+	bool acted;        /* atomic */
 };
 
 /* Waits until the loop sleeps, then acts on the CQ like the hardware. */
@@ -355,6 +357,7 @@ while_asleep(void *arg)
 	struct pusher *p = arg;
 	struct emu_cqe one = cqe(p->wr_id);
 
+	test_sleep_us(p->start_us);
 	test_wait_asleep(p->loop, 500);
 	test_sleep_us(3000);
 	if (p->fault_fd >= 0)
@@ -363,6 +366,7 @@ while_asleep(void *arg)
 		emu_cq_spurious_event(p->cq);
 	else
 		CHECK_EQ(emu_cq_push(p->cq, &one), 0);
+	__atomic_store_n(&p->acted, true, __ATOMIC_RELEASE);
 	return NULL;
 }
 
@@ -733,10 +737,13 @@ test_solicited_only(void)
 static bool
 timed_out_once(void *arg)
 {
+	struct pusher *p = arg;
 	struct evd_loop_stats st;
 
-	CHECK_EQ(evd_loop_stats_get(arg, &st), 0);
-	return st.sleep_timeouts > 0;
+	/* (a sleep may time out before the pusher saw the loop asleep, and
+	 * it waits for a sleep only steps make) */
+	CHECK_EQ(evd_loop_stats_get(p->loop, &st), 0);
+	return st.sleep_timeouts > 0 && __atomic_load_n(&p->acted, __ATOMIC_ACQUIRE);
 }
 
 /* Solicited-only, an unsolicited completion while the loop sleeps: no event
@@ -757,8 +764,11 @@ test_solicited_timeout(void)
 
 	CHECK_EQ(evd_ibv_cq_create(ctx, "unsolicited", &conf, on_wc, &k, &s), 0);
 	CHECK_EQ(evd_loop_add(loop, s), 0);
-	p = (struct pusher){ .loop = loop, .cq = evd_ibv_cq_get(s), .wr_id = 3, .fault_fd = -1 };
-	run_while_asleep(&p, timed_out_once, loop);
+	/* (it starts after the first sleep's bound: that sleep times out
+	 * before it looks, as a slow start on a busy machine would have it) */
+	p = (struct pusher){ .loop = loop, .cq = evd_ibv_cq_get(s), .wr_id = 3, .fault_fd = -1,
+			     .start_us = 60 * 1000 };
+	run_while_asleep(&p, timed_out_once, &p);
 	while (k.n == 0)
 		CHECK(evd_loop_step(loop) >= 0);
 	CHECK_EQ(k.wr_id[0], 3);

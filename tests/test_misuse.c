@@ -413,6 +413,7 @@ test_add_race(void)
 	struct evd_source src;
 	struct adder a[2];
 	pthread_t t[2];
+	int lose;
 
 	CHECK_EQ(evd_source_init(&src, &rendezvous_ops, "shared", count, NULL), 0);
 	for (int i = 0; i < 2; i++) {
@@ -425,7 +426,10 @@ test_add_race(void)
 		pthread_join(t[i], NULL);
 	printf("  adds: %d, %d; adders inside at once: %d\n", a[0].rc, a[1].rc, adders_inside);
 	CHECK_EQ((a[0].rc == 0) + (a[1].rc == 0), 1);
-	CHECK(a[0].rc == -EINVAL || a[1].rc == -EINVAL);
+	/* (-EBUSY where the loser came between the winner's claim and its
+	 * naming the loop, as evd.h says: rare, but a busy machine has it) */
+	lose = a[0].rc == 0 ? a[1].rc : a[0].rc;
+	CHECK(lose == -EINVAL || lose == -EBUSY);
 	CHECK_EQ(evd_loop_remove(a[a[0].rc == 0 ? 0 : 1].loop, &src), 0);
 	for (int i = 0; i < 2; i++)
 		CHECK_EQ(evd_loop_destroy(a[i].loop), 0);
