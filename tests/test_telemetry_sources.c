@@ -91,7 +91,7 @@ main(void)
 {
 	char prefix[64];
 	char *argv[] = { "test_telemetry_sources", "--no-huge", "--no-pci", "-m", "64",
-			 prefix, "--log-level=lib.eal:warning", NULL };
+			 "--no-shconf", prefix, "--log-level=lib.eal:warning", NULL };
 
 	snprintf(prefix, sizeof(prefix), "--file-prefix=evd-tmsrc%d", (int)getpid());
 	CHECK(rte_eal_init((int)RTE_DIM(argv) - 1, argv) >= 0);

@@ -245,6 +245,24 @@ tm_str(struct rte_tel_data *c, const char *name, const char *v)
 	return n;
 }
 
+/* A source's counters, by name and offset: /evd/sources and /evd/xstats
+ * carry these, in this order. */
+static const struct {
+	const char *name;
+	size_t off;
+} xstat[] = {
+#define X(f) { #f, offsetof(struct evd_source_stats, f) }
+	X(polls), X(empty_polls), X(events), X(arms), X(repoll_hits), X(wakeups),
+	X(spurious_wakeups), X(lost_wakeups), X(errors), X(full),
+#undef X
+};
+
+static uint64_t
+xstat_get(const struct evd_source_stats *st, size_t x)
+{
+	return *(const uint64_t *)((const char *)st + xstat[x].off);
+}
+
 static int
 tm_sources(const char *cmd, const char *params, struct rte_tel_data *d)
 {
@@ -280,16 +298,8 @@ tm_sources(const char *cmd, const char *params, struct rte_tel_data *d)
 		 * bounds every sleep */
 		len += tm_str(c, "notify", s->has_fd ? "fd" : s->ops->bell ? "bell"
 					 : s->failed ? "failed" : "none");
-		len += tm_u64(c, "polls", st.polls);
-		len += tm_u64(c, "empty_polls", st.empty_polls);
-		len += tm_u64(c, "events", st.events);
-		len += tm_u64(c, "arms", st.arms);
-		len += tm_u64(c, "repoll_hits", st.repoll_hits);
-		len += tm_u64(c, "wakeups", st.wakeups);
-		len += tm_u64(c, "spurious_wakeups", st.spurious_wakeups);
-		len += tm_u64(c, "lost_wakeups", st.lost_wakeups);
-		len += tm_u64(c, "errors", st.errors);
-		len += tm_u64(c, "full", st.full);
+		for (size_t x = 0; x < RTE_DIM(xstat); x++)
+			len += tm_u64(c, xstat[x].name, xstat_get(&st, x));
 		if (used + len > TM_REPLY_BYTES || rte_tel_data_add_dict_container(d, key, c, 0) < 0) {
 			rte_tel_data_free(c);
 			break;
@@ -301,17 +311,6 @@ tm_sources(const char *cmd, const char *params, struct rte_tel_data *d)
 	evd__registry_unlock();
 	return 0;
 }
-
-/* The source counters a flat reply carries, by name and offset. */
-static const struct {
-	const char *name;
-	size_t off;
-} xstat[] = {
-#define X(f) { #f, offsetof(struct evd_source_stats, f) }
-	X(polls), X(empty_polls), X(events), X(arms), X(repoll_hits), X(wakeups),
-	X(spurious_wakeups), X(lost_wakeups), X(errors), X(full),
-#undef X
-};
 
 static int
 tm_xstats(const char *cmd, const char *params, struct rte_tel_data *d)
@@ -342,8 +341,7 @@ tm_xstats(const char *cmd, const char *params, struct rte_tel_data *d)
 		evd_source_stats_get(s, &st);
 		for (size_t x = 0; x < RTE_DIM(xstat); x++) {
 			snprintf(name, sizeof(name), "%s_%" PRIu32 "_%s", kind, s->id, xstat[x].name);
-			rte_tel_data_add_dict_u64(d, name,
-						  *(const uint64_t *)((const char *)&st + xstat[x].off));
+			rte_tel_data_add_dict_u64(d, name, xstat_get(&st, x));
 			entries++;
 		}
 	}
